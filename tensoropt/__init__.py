@@ -1,1 +1,61 @@
-"""tensoropt package."""
+"""TensorOpt: auto-parallel training with memory/time trade-offs, behind TensorFlow's API.
+
+A TensorFlow 1.x-style script becomes a TensorOpt script by changing its import and
+adding three calls::
+
+    import tensoropt as to
+
+    to.init()
+    x = to.placeholder(to.float32, [256, 784], name="x")
+    y = to.placeholder(to.int32, [256], name="y")
+    w = to.get_variable("w", [784, 10])
+    logits = to.matmul(x, w)
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train_op = to.train.AdamOptimizer(1e-3).minimize(loss)
+
+    plan = to.find_strategy(option="mini_time")
+    to.build_execution_graph(engine="tensorflow", plan=plan)
+    to.run(train_op, feed_dict={x: xs, y: ys})
+"""
+
+from tensoropt import contrib, nn, ops, train
+from tensoropt.dtypes import DType, as_dtype, float32, int32
+from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
+                             get_default_graph, name_scope, reset_default_graph, variable_scope)
+from tensoropt.initializers import (constant_initializer, glorot_normal_initializer,
+                                    glorot_uniform_initializer, he_normal, he_uniform,
+                                    ones_initializer, random_normal_initializer,
+                                    random_uniform_initializer, truncated_normal_initializer,
+                                    variance_scaling_initializer, zeros_initializer)
+from tensoropt.ops.array_ops import concat, reshape, split, transpose
+from tensoropt.ops.math_ops import (add, divide, exp, identity, log, matmul, maximum, multiply,
+                                    negative, reduce_mean, reduce_sum, rsqrt, sigmoid, sqrt,
+                                    square, subtract, tanh)
+from tensoropt.ops.rnn_ops import fill, ones, zeros
+from tensoropt.ops.source_ops import get_variable, placeholder
+from tensoropt.plan import OpConfig, Plan
+from tensoropt.runtime import World, build_execution_graph, find_strategy, init, run, set_random_seed
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # modules
+    "nn", "train", "contrib", "ops",
+    # runtime
+    "init", "find_strategy", "build_execution_graph", "run", "set_random_seed", "World",
+    "Plan", "OpConfig",
+    # graph
+    "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",
+    "reset_default_graph", "name_scope", "variable_scope", "AUTO_REUSE",
+    # dtypes
+    "DType", "as_dtype", "float32", "int32",
+    # sources and initializers
+    "placeholder", "get_variable", "zeros", "ones", "fill",
+    "zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
+    "truncated_normal_initializer", "random_uniform_initializer", "glorot_uniform_initializer",
+    "glorot_normal_initializer", "variance_scaling_initializer", "he_normal", "he_uniform",
+    # math and arrays
+    "matmul", "add", "subtract", "multiply", "divide", "maximum", "negative", "tanh", "sigmoid",
+    "sqrt", "rsqrt", "exp", "log", "square", "identity", "reduce_sum", "reduce_mean",
+    "reshape", "transpose", "concat", "split",
+]

@@ -1,0 +1,380 @@
+"""The recorded high-level graph: what a user's script builds, before any plan exists.
+
+Recording only: shapes, dtypes, names, attributes and each op's iteration space. No
+TensorFlow object is created here, so a paper-scale model records in milliseconds.
+
+Usage::
+
+    import tensoropt as to
+    to.reset_default_graph()
+    x = to.placeholder(to.float32, [8, 4], name="x")
+    w = to.get_variable("w", [4, 2])
+    y = to.matmul(x, w)
+    g = to.get_default_graph()
+    [op.name for op in g.operations]    # ['x', 'w', 'matmul']
+    y.op.space.dims                     # {'m': 8, 'k': 4, 'n': 2}
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from tensoropt.dtypes import DType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensoropt.ops.space import IterationSpace
+
+__all__ = [
+    "Graph",
+    "Operation",
+    "Tensor",
+    "Variable",
+    "TensorShape",
+    "get_default_graph",
+    "reset_default_graph",
+    "name_scope",
+    "variable_scope",
+    "AUTO_REUSE",
+]
+
+AUTO_REUSE = "auto_reuse"
+
+
+class TensorShape(tuple):
+    """A fully known shape: a tuple of ints with TensorFlow's ``as_list()``."""
+
+    def as_list(self) -> list[int]:
+        return list(self)
+
+    @property
+    def rank(self) -> int:
+        return len(self)
+
+    @property
+    def ndims(self) -> int:
+        return len(self)
+
+    def num_elements(self) -> int:
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+
+class Tensor:
+    """One output of a recorded operation.
+
+    Attributes:
+        op: the producing Operation.
+        value_index: which output of ``op`` this is.
+        shape: the full logical shape (a TensorShape).
+        dtype: a tensoropt DType.
+    """
+
+    __array_priority__ = 100  # so numpy scalars defer to our operators
+
+    def __init__(self, op: "Operation", value_index: int, shape: Sequence[int], dtype: DType):
+        self.op = op
+        self.value_index = value_index
+        self.shape = TensorShape(int(d) for d in shape)
+        self.dtype = dtype
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> "Graph":
+        return self.op.graph
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the full logical tensor."""
+        return self.shape.num_elements() * self.dtype.itemsize
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def consumers(self) -> list["Operation"]:
+        return [op for op in self.graph.operations if self in op.inputs]
+
+    def __repr__(self) -> str:
+        return f"<tensoropt.Tensor '{self.name}' shape={tuple(self.shape)} dtype={self.dtype.name}>"
+
+    # Python operators, as on tf.Tensor. Imported lazily: math_ops imports this module.
+    def __add__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.add(self, other)
+
+    def __radd__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.add(other, self)
+
+    def __sub__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.subtract(self, other)
+
+    def __rsub__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.subtract(other, self)
+
+    def __mul__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.multiply(self, other)
+
+    def __rmul__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.multiply(other, self)
+
+    def __truediv__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.divide(self, other)
+
+    def __rtruediv__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.divide(other, self)
+
+    def __neg__(self):
+        from tensoropt.ops import math_ops
+        return math_ops.negative(self)
+
+    def __matmul__(self, other):
+        from tensoropt.ops import math_ops
+        return math_ops.matmul(self, other)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:  # identity, as tf.Tensor in graph mode
+        return self is other
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"the truth value of {self!r} is not known while recording; "
+            "use Python control flow on ordinary values instead"
+        )
+
+
+class Variable(Tensor):
+    """A trainable (or not) parameter: the output of a recorded ``variable`` op.
+
+    Attributes:
+        initializer: a tensoropt initializer (see ``tensoropt.initializers``).
+        trainable: whether optimizers update it.
+    """
+
+    def __init__(self, op, value_index, shape, dtype, initializer, trainable: bool):
+        super().__init__(op, value_index, shape, dtype)
+        self.initializer = initializer
+        self.trainable = trainable
+
+    @property
+    def name(self) -> str:  # TensorFlow's variable name, "scope/w:0"
+        return f"{self.op.name}:0"
+
+    def __repr__(self) -> str:
+        return (f"<tensoropt.Variable '{self.op.name}' shape={tuple(self.shape)} "
+                f"dtype={self.dtype.name}>")
+
+
+@dataclass(eq=False)
+class Operation:
+    """One recorded operator.
+
+    Attributes:
+        graph: the Graph that holds it.
+        name: a deterministic, unique name ("block_1/matmul_2").
+        kind: the op kind; ``tensoropt.ops.get_op_def(kind)`` gives its definition.
+        inputs: input tensors, in order.
+        attrs: the op's attributes (Python values).
+        outputs: output tensors.
+        space: the iteration space (named dims, per-tensor dims, reductions, FLOPs, ...).
+    """
+
+    graph: "Graph"
+    name: str
+    kind: str
+    inputs: tuple[Tensor, ...]
+    attrs: dict[str, Any]
+    outputs: tuple[Tensor, ...] = ()
+    space: "IterationSpace | None" = None
+    index: int = -1
+
+    @property
+    def op_def(self):
+        from tensoropt.ops.registry import get_op_def
+        return get_op_def(self.kind)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(t.name for t in self.inputs)
+        return f"<tensoropt.Operation '{self.name}' kind={self.kind} inputs=[{ins}]>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@dataclass
+class _Scope:
+    name: str
+    reuse: Any = None
+    is_variable_scope: bool = False
+
+
+@dataclass
+class TrainStep:
+    """What ``Optimizer.minimize`` recorded: the loss, the variables and the optimizer."""
+
+    name: str
+    loss: Tensor
+    var_list: tuple[Variable, ...]
+    optimizer: Any
+
+
+class Graph:
+    """A recorded computation graph.
+
+    Ops are kept in creation order, which is a topological order.
+    """
+
+    def __init__(self) -> None:
+        self.operations: list[Operation] = []
+        self.variables: dict[str, Variable] = {}
+        self.train_steps: list[TrainStep] = []
+        self.seed: int | None = None
+        self._names: set[str] = set()
+        self._name_counts: dict[str, int] = {}
+        self._scopes: list[_Scope] = []
+
+    # -- naming ------------------------------------------------------------------------
+    def _scope_prefix(self) -> str:
+        return "".join(s.name + "/" for s in self._scopes if s.name)
+
+    def unique_name(self, base: str, *, scoped: bool = True) -> str:
+        """Returns ``scope/base`` made unique as TensorFlow does ("x", "x_1", "x_2", ...)."""
+        name = (self._scope_prefix() + base) if scoped else base
+        if name not in self._names:
+            self._names.add(name)
+            self._name_counts.setdefault(name, 0)
+            return name
+        i = self._name_counts.get(name, 0)
+        while True:
+            i += 1
+            candidate = f"{name}_{i}"
+            if candidate not in self._names:
+                self._name_counts[name] = i
+                self._names.add(candidate)
+                return candidate
+
+    @contextlib.contextmanager
+    def name_scope(self, name: str | None) -> Iterator[str]:
+        if not name:
+            yield self._scope_prefix()
+            return
+        self._scopes.append(_Scope(name))
+        try:
+            yield self._scope_prefix()
+        finally:
+            self._scopes.pop()
+
+    @contextlib.contextmanager
+    def variable_scope(self, name: str, reuse: Any = None) -> Iterator[str]:
+        inherited = next((s.reuse for s in reversed(self._scopes) if s.reuse), None)
+        self._scopes.append(_Scope(name, reuse if reuse is not None else inherited, True))
+        try:
+            yield self._scope_prefix()
+        finally:
+            self._scopes.pop()
+
+    def current_reuse(self) -> Any:
+        return next((s.reuse for s in reversed(self._scopes) if s.reuse), None)
+
+    # -- building ----------------------------------------------------------------------
+    def create_op(self, kind: str, inputs: Sequence[Tensor], attrs: dict[str, Any] | None = None,
+                  name: str | None = None, *, scoped: bool = True) -> Operation:
+        """Records one op: validates its inputs, infers its outputs and iteration space.
+
+        Raises:
+            ValueError: for an unknown kind, inputs from another graph, or inputs the op
+                definition rejects (the message names the op and the shapes seen).
+        """
+        from tensoropt.ops.registry import get_op_def
+
+        op_def = get_op_def(kind)
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise ValueError(f"{kind}: expected tensoropt Tensors as inputs, got {t!r}")
+            if t.graph is not self:
+                raise ValueError(
+                    f"{kind}: input {t.name} belongs to another graph; build the whole model "
+                    "after one reset_default_graph()"
+                )
+        attrs = dict(attrs or {})
+        op_name = self.unique_name(name or op_def.default_name, scoped=scoped)
+        op = Operation(self, op_name, kind, tuple(inputs), attrs)
+        try:
+            signature = op_def.infer(op)
+        except ValueError:
+            self._names.discard(op_name)
+            raise
+        outputs = []
+        for i, (shape, dtype) in enumerate(signature.outputs):
+            if kind == "variable":
+                outputs.append(Variable(op, i, shape, dtype, attrs["initializer"], attrs["trainable"]))
+            else:
+                outputs.append(Tensor(op, i, shape, dtype))
+        op.outputs = tuple(outputs)
+        op.space = signature.space
+        op.index = len(self.operations)
+        self.operations.append(op)
+        return op
+
+    # -- queries -----------------------------------------------------------------------
+    @property
+    def trainable_variables(self) -> list[Variable]:
+        return [v for v in self.variables.values() if v.trainable]
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        for op in self.operations:
+            if op.name == name:
+                return op
+        raise KeyError(f"no operation named {name!r} in the recorded graph")
+
+    def edges(self) -> list[tuple[Operation, int, Operation, int]]:
+        """Every (producer, output index, consumer, input index) data edge."""
+        out = []
+        for op in self.operations:
+            for j, t in enumerate(op.inputs):
+                out.append((t.op, t.value_index, op, j))
+        return out
+
+
+_default_graph = Graph()
+
+
+def get_default_graph() -> Graph:
+    """The graph that ops are recorded into, as ``tf.compat.v1.get_default_graph``."""
+    return _default_graph
+
+
+def reset_default_graph() -> None:
+    """Starts a new empty recording, as ``tf.compat.v1.reset_default_graph``."""
+    global _default_graph
+    _default_graph = Graph()
+
+
+def name_scope(name: str | None):
+    """``with tensoropt.name_scope("block"):`` prefixes the names of ops recorded inside."""
+    return get_default_graph().name_scope(name)
+
+
+def variable_scope(name_or_scope: str, reuse: Any = None, default_name: str | None = None):
+    """``with tensoropt.variable_scope("layer", reuse=...):`` prefixes variables and ops.
+
+    ``reuse=True`` or ``tensoropt.AUTO_REUSE`` lets ``get_variable`` return an existing
+    variable of the same name, as in TensorFlow 1.x.
+    """
+    graph = get_default_graph()
+    name = name_or_scope or graph.unique_name(default_name or "scope").rsplit("/", 1)[-1]
+    return graph.variable_scope(name, reuse)

@@ -1,0 +1,68 @@
+"""Lowering a recorded graph to one TensorFlow graph for one process.
+
+Each op's ``OpDef.lower`` builds its computation; ``shard_of(op)`` says which shapes this
+process produces for it. On one device every shard is the whole tensor.
+
+Usage::
+
+    lowered = lower_graph(graph, tf)
+    lowered.tensors[y]        # the tf.Tensor computing recorded tensor y
+    lowered.train_ops[step]   # the tf.Operation of a recorded training step
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tensoropt.graph import Graph, Operation, Tensor, TrainStep
+from tensoropt.ops.registry import LoweringContext
+
+__all__ = ["Lowered", "lower_graph", "whole_tensor_context"]
+
+
+@dataclass
+class Lowered:
+    """A TensorFlow graph built from a recorded one, and the maps into it."""
+
+    tf_graph: Any
+    tensors: dict[Tensor, Any] = field(default_factory=dict)
+    variables: dict[Tensor, Any] = field(default_factory=dict)
+    train_ops: dict[int, Any] = field(default_factory=dict)  # id(TrainStep) -> tf op
+    init_op: Any = None
+
+
+def whole_tensor_context(op: Operation, seed: int | None) -> LoweringContext:
+    """The context of an op computed whole on one device."""
+    return LoweringContext(output_shapes=[tuple(t.shape) for t in op.outputs],
+                           dim_sizes=dict(op.space.dims), local_dim_sizes=dict(op.space.dims),
+                           seed=seed)
+
+
+def lower_graph(graph: Graph, tf, context_of: Callable[[Operation], LoweringContext] | None = None
+                ) -> Lowered:
+    """Builds the TensorFlow graph of every recorded op and training step."""
+    context_of = context_of or (lambda op: whole_tensor_context(op, graph.seed))
+    tf_graph = tf.Graph()
+    lowered = Lowered(tf_graph)
+    with tf_graph.as_default():
+        if graph.seed is not None:
+            tf.compat.v1.set_random_seed(graph.seed)
+        for op in graph.operations:
+            inputs = [lowered.tensors[t] for t in op.inputs]
+            outputs = op.op_def.lower(tf, op, inputs, context_of(op))
+            assert len(outputs) == len(op.outputs), (op.name, len(outputs), len(op.outputs))
+            for t, out in zip(op.outputs, outputs):
+                lowered.tensors[t] = out
+            if op.kind == "variable":
+                lowered.variables[op.outputs[0]] = outputs[0]
+        for step in graph.train_steps:
+            lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered)
+        lowered.init_op = tf.compat.v1.global_variables_initializer()
+    return lowered
+
+
+def _lower_train_step(tf, step: TrainStep, lowered: Lowered):
+    optimizer = step.optimizer.to_tensorflow(tf)
+    var_list = [lowered.variables[v] for v in step.var_list]
+    return optimizer.minimize(lowered.tensors[step.loss], var_list=var_list)

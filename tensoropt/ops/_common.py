@@ -1,0 +1,41 @@
+"""Small helpers shared by the op definitions: error messages, broadcasting, axes."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["op_error", "broadcast_shapes", "normalize_axis", "prod"]
+
+
+def op_error(op, problem: str, expected: str) -> ValueError:
+    """A ValueError naming the op, the input shapes seen and what was expected."""
+    seen = ", ".join(f"{t.name} {tuple(t.shape)} {t.dtype.name}" for t in op.inputs) or "no inputs"
+    return ValueError(f"{op.kind} '{op.name}': {problem}; inputs seen: {seen}; expected {expected}")
+
+
+def prod(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
+def broadcast_shapes(op, a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """numpy/TensorFlow broadcasting of two shapes, or a ValueError naming the op."""
+    rank = max(len(a), len(b))
+    a2 = (1,) * (rank - len(a)) + tuple(a)
+    b2 = (1,) * (rank - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a2, b2):
+        if x != y and 1 not in (x, y):
+            raise op_error(op, f"shapes {tuple(a)} and {tuple(b)} do not broadcast",
+                           "equal sizes, or size 1, in every aligned axis")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+def normalize_axis(op, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise op_error(op, f"axis {axis} is out of range for rank {rank}",
+                       f"an axis in [{-rank}, {rank})")
+    return axis % rank

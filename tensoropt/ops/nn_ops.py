@@ -1,0 +1,230 @@
+"""Neural-network ops that are not plain math: softmax, dropout, embeddings, losses.
+
+Usage::
+
+    h = to.nn.relu(to.nn.bias_add(to.matmul(x, w), b))
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
+"""
+
+from __future__ import annotations
+
+from tensoropt.dtypes import float32, int32
+from tensoropt.graph import Tensor, get_default_graph
+from tensoropt.ops._common import normalize_axis, op_error
+from tensoropt.ops.registry import OpDef, Signature, register
+from tensoropt.ops.space import IterationSpace, elementwise_space
+
+__all__ = ["relu", "gelu", "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
+           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits"]
+
+
+def _t(kind, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
+    return x
+
+
+def _create(kind, inputs, attrs=None, name=None):
+    return get_default_graph().create_op(kind, [_t(kind, x) for x in inputs], attrs or {}, name=name)
+
+
+def relu(features, name=None):
+    return _create("relu", [features], name=name).outputs[0]
+
+
+def gelu(features, approximate=False, name=None):
+    return _create("gelu", [features], {"approximate": bool(approximate)}, name=name).outputs[0]
+
+
+class SoftmaxDef(OpDef):
+    """Softmax along one axis. That axis cannot be split: every output needs its whole row."""
+
+    log = False
+
+    def infer(self, op):
+        x = op.inputs[0]
+        axis = normalize_axis(op, op.attrs["axis"], x.shape.rank)
+        op.attrs["axis"] = axis
+        space = elementwise_space([x.shape], x.shape, 10.0, saved_outputs=(0,))
+        space = IterationSpace(dims=space.dims, inputs=space.inputs, outputs=space.outputs,
+                               unsplittable={f"d{axis}"}, flops=space.flops, saved_outputs=(0,),
+                               notes=f"d{axis}: the normalized axis needs whole rows")
+        return Signature(((tuple(x.shape), x.dtype),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        fn = tf.nn.log_softmax if self.log else tf.nn.softmax
+        return [fn(inputs[0], axis=op.attrs["axis"])]
+
+
+@register
+class SoftmaxOpDef(SoftmaxDef):
+    kind = "softmax"
+
+
+@register
+class LogSoftmaxOpDef(SoftmaxDef):
+    kind = "log_softmax"
+    log = True
+
+
+def softmax(logits, axis=None, name=None):
+    return _create("softmax", [logits], {"axis": -1 if axis is None else axis}, name=name).outputs[0]
+
+
+def log_softmax(logits, axis=None, name=None):
+    return _create("log_softmax", [logits], {"axis": -1 if axis is None else axis}, name=name).outputs[0]
+
+
+@register
+class BiasAddDef(OpDef):
+    kind = "bias_add"
+    default_name = "BiasAdd"
+
+    def infer(self, op):
+        value, bias = op.inputs
+        if bias.shape.rank != 1 or value.shape.rank < 2 or value.shape[-1] != bias.shape[0]:
+            raise op_error(op, f"value {tuple(value.shape)} and bias {tuple(bias.shape)}",
+                           f"a rank-1 bias of size value.shape[-1]")
+        space = elementwise_space([value.shape, bias.shape], value.shape, 1.0)
+        return Signature(((tuple(value.shape), value.dtype),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        return [tf.nn.bias_add(inputs[0], inputs[1])]
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    if data_format not in (None, "NHWC", "N...C"):
+        raise ValueError(f"bias_add: data_format {data_format!r} is not supported; use NHWC")
+    return _create("bias_add", [value, bias], name=name).outputs[0]
+
+
+@register
+class DropoutDef(OpDef):
+    """Inverted dropout with ``rate``; backward keeps the mask (counted as the output)."""
+
+    kind = "dropout"
+
+    def infer(self, op):
+        x = op.inputs[0]
+        rate = op.attrs["rate"]
+        if not 0.0 <= rate < 1.0:
+            raise op_error(op, f"rate {rate}", "a rate in [0, 1)")
+        space = elementwise_space([x.shape], x.shape, 3.0, saved_outputs=(0,))
+        return Signature(((tuple(x.shape), x.dtype),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        if op.attrs["rate"] == 0.0:
+            return [tf.identity(inputs[0])]
+        return [tf.nn.dropout(inputs[0], rate=op.attrs["rate"], seed=op.attrs["seed"])]
+
+
+def dropout(x, rate=None, noise_shape=None, seed=None, name=None, keep_prob=None):
+    """Dropout, as ``tf.nn.dropout`` (``rate``) or TF 1.x (``keep_prob``)."""
+    if rate is None:
+        rate = 0.0 if keep_prob is None else 1.0 - keep_prob
+    if noise_shape is not None:
+        raise ValueError("dropout: noise_shape is not supported; leave it None")
+    return _create("dropout", [x], {"rate": float(rate), "seed": seed}, name=name).outputs[0]
+
+
+@register
+class EmbeddingLookupDef(OpDef):
+    """Gathers rows of ``params`` [V, E] by integer ``ids``.
+
+    Splitting the vocabulary dim ``v`` gives each shard the rows it owns, zeros elsewhere:
+    the output is then a partial sum, so ``v`` is a reduction dim.
+    """
+
+    kind = "embedding_lookup"
+
+    def infer(self, op):
+        params, ids = op.inputs
+        if params.shape.rank != 2:
+            raise op_error(op, f"params of rank {params.shape.rank}", "params of shape [vocab, dim]")
+        if ids.dtype != int32:
+            raise op_error(op, f"ids of dtype {ids.dtype.name}", "int32 ids")
+        id_dims = tuple(f"i{j}" for j in range(ids.shape.rank))
+        dims = {**dict(zip(id_dims, ids.shape)), "v": params.shape[0], "e": params.shape[1]}
+        out_shape = tuple(ids.shape) + (params.shape[1],)
+        n_out = ids.shape.num_elements() * params.shape[1]
+        space = IterationSpace(dims=dims, inputs=(("v", "e"), id_dims), outputs=(id_dims + ("e",),),
+                               reductions={"v"}, flops=2.0 * n_out, saved_inputs=(1,))
+        return Signature(((out_shape, params.dtype),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        params, ids = inputs
+        full_v, local_v = ctx.dim_sizes["v"], ctx.local_dim_sizes["v"]
+        if full_v == local_v:
+            return [tf.nn.embedding_lookup(params, ids)]
+        start = ctx.extra["dim_offsets"]["v"]
+        local = ids - start
+        inside = tf.logical_and(local >= 0, local < local_v)
+        rows = tf.gather(params, tf.where(inside, local, tf.zeros_like(local)))
+        return [rows * tf.cast(tf.expand_dims(inside, -1), rows.dtype)]
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    if max_norm is not None:
+        raise ValueError("embedding_lookup: max_norm is not supported; leave it None")
+    return _create("embedding_lookup", [params, ids], name=name).outputs[0]
+
+
+class CrossEntropyDef(OpDef):
+    """Softmax cross-entropy of ``logits`` [..., C] against labels; one loss per row.
+
+    The class dim ``c`` is unsplittable here: the softmax needs whole rows.
+    """
+
+    sparse = False
+
+    def infer(self, op):
+        labels, logits = op.inputs
+        if logits.dtype != float32 or logits.shape.rank < 2:
+            raise op_error(op, f"logits {tuple(logits.shape)} {logits.dtype.name}",
+                           "float32 logits of shape [batch, classes]")
+        rows = tuple(logits.shape[:-1])
+        if self.sparse:
+            if labels.dtype != int32 or tuple(labels.shape) != rows:
+                raise op_error(op, f"labels {tuple(labels.shape)} {labels.dtype.name}",
+                               f"int32 labels of shape {rows}")
+        elif tuple(labels.shape) != tuple(logits.shape):
+            raise op_error(op, f"labels {tuple(labels.shape)} vs logits {tuple(logits.shape)}",
+                           "labels of the same shape as logits")
+        row_dims = tuple(f"d{i}" for i in range(len(rows)))
+        dims = {**dict(zip(row_dims, rows)), "c": logits.shape[-1]}
+        label_axes = row_dims if self.sparse else row_dims + ("c",)
+        space = IterationSpace(dims=dims, inputs=(label_axes, row_dims + ("c",)), outputs=(row_dims,),
+                               unsplittable={"c"}, flops=8.0 * logits.shape.num_elements(),
+                               saved_inputs=(1,), notes="c: the softmax needs whole rows")
+        return Signature(((rows, float32),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        labels, logits = inputs
+        if self.sparse:
+            return [tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)]
+        return [tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)]
+
+
+@register
+class SoftmaxCrossEntropyDef(CrossEntropyDef):
+    kind = "softmax_cross_entropy_with_logits"
+
+
+@register
+class SparseSoftmaxCrossEntropyDef(CrossEntropyDef):
+    kind = "sparse_softmax_cross_entropy_with_logits"
+    sparse = True
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):
+    if labels is None or logits is None:
+        raise ValueError("softmax_cross_entropy_with_logits: pass both labels= and logits=")
+    if axis not in (-1, None):
+        raise ValueError("softmax_cross_entropy_with_logits: only axis=-1 is supported")
+    return _create("softmax_cross_entropy_with_logits", [labels, logits], name=name).outputs[0]
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    if labels is None or logits is None:
+        raise ValueError("sparse_softmax_cross_entropy_with_logits: pass both labels= and logits=")
+    return _create("sparse_softmax_cross_entropy_with_logits", [labels, logits], name=name).outputs[0]

@@ -1,0 +1,131 @@
+"""Sources of the graph: placeholders (fed data) and variables (parameters).
+
+Usage::
+
+    x = to.placeholder(to.float32, [32, 784], name="x")
+    w = to.get_variable("w", [784, 10], initializer=to.zeros_initializer())
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tensoropt.dtypes import as_dtype, float32
+from tensoropt.graph import Variable, get_default_graph
+from tensoropt.initializers import Initializer, glorot_uniform_initializer, seed_for
+from tensoropt.ops.registry import LoweringContext, OpDef, Signature, register
+from tensoropt.ops.space import IterationSpace
+
+__all__ = ["placeholder", "get_variable", "Variable"]
+
+
+def _check_shape(kind: str, name: str, shape) -> tuple[int, ...]:
+    if shape is None:
+        raise ValueError(
+            f"{kind} '{name}': shape is None; TensorOpt plans need every shape known, "
+            "so pass the full shape including the batch size, e.g. [256, 784]")
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"{kind} '{name}': shape {shape!r} is not a list of ints; "
+                         "expected e.g. [256, 784]") from None
+    if any(d is None or d <= 0 for d in dims):
+        raise ValueError(f"{kind} '{name}': shape {tuple(shape)} has a dimension <= 0 or unknown; "
+                         "TensorOpt needs every dimension known and positive")
+    return dims
+
+
+def _axis_space(shape: Sequence[int]) -> IterationSpace:
+    dims = {f"d{i}": n for i, n in enumerate(shape)}
+    return IterationSpace(dims=dims, inputs=(), outputs=(tuple(dims),))
+
+
+@register
+class PlaceholderDef(OpDef):
+    kind = "placeholder"
+
+    def infer(self, op):
+        return Signature(((op.attrs["shape"], op.attrs["dtype"]),), _axis_space(op.attrs["shape"]))
+
+    def lower(self, tf, op, inputs, ctx: LoweringContext):
+        dtype = getattr(tf, op.attrs["dtype"].name)
+        return [tf.compat.v1.placeholder(dtype, ctx.output_shapes[0], name=op.name)]
+
+
+@register
+class VariableDef(OpDef):
+    kind = "variable"
+
+    def infer(self, op):
+        return Signature(((op.attrs["shape"], op.attrs["dtype"]),), _axis_space(op.attrs["shape"]))
+
+    def lower(self, tf, op, inputs, ctx: LoweringContext):
+        init: Initializer = op.attrs["initializer"]
+        full_shape = op.outputs[0].shape
+        seed = seed_for(op.name, ctx.seed)
+        dtype = getattr(tf, op.attrs["dtype"].name)
+        tf_init = init.to_tensorflow(tf, seed)
+        local_shape = tuple(ctx.output_shapes[0])
+        if local_shape == tuple(full_shape):
+            value = tf_init
+        else:
+            # A shard starts from the slice of the full tensor a single process would make.
+            offsets = ctx.extra["shard_offsets"]
+            full = tf_init(full_shape, dtype=dtype)
+            value = tf.slice(full, offsets, local_shape)
+        return [tf.compat.v1.get_variable(op.name, shape=local_shape if value is tf_init else None,
+                                          dtype=dtype, initializer=value,
+                                          trainable=op.attrs["trainable"])]
+
+
+def placeholder(dtype, shape=None, name: str | None = None):
+    """Records a fed input, as ``tf.compat.v1.placeholder``. Every dimension must be known."""
+    graph = get_default_graph()
+    dtype = as_dtype(dtype)
+    shape = _check_shape("placeholder", name or "placeholder", shape)
+    op = graph.create_op("placeholder", [], {"shape": shape, "dtype": dtype}, name=name or "Placeholder")
+    return op.outputs[0]
+
+
+def get_variable(name: str, shape=None, dtype=float32, initializer: Initializer | None = None,
+                 regularizer=None, trainable: bool = True, **unused) -> Variable:
+    """Creates (or, under reuse, returns) a variable, as ``tf.compat.v1.get_variable``.
+
+    The default initializer is glorot-uniform, as in TensorFlow.
+
+    Raises:
+        ValueError: for a duplicate name without reuse, a reused name with another shape,
+            a missing variable under ``reuse=True``, or an unsupported dtype.
+    """
+    graph = get_default_graph()
+    full_name = graph._scope_prefix() + name
+    reuse = graph.current_reuse()
+    if full_name in graph.variables:
+        existing = graph.variables[full_name]
+        if not reuse:
+            raise ValueError(
+                f"Variable {full_name} already exists, disallowed. Did you mean to set "
+                "reuse=True or reuse=tensoropt.AUTO_REUSE in variable_scope?")
+        if shape is not None and tuple(shape) != tuple(existing.shape):
+            raise ValueError(f"Trying to share variable {full_name}, but specified shape "
+                             f"{tuple(shape)} and found shape {tuple(existing.shape)}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"Variable {full_name} does not exist, or was not created with "
+                         "get_variable(). Did you mean to set reuse=tensoropt.AUTO_REUSE?")
+    dtype = as_dtype(dtype)
+    shape = _check_shape("get_variable", full_name, shape)
+    if initializer is None:
+        initializer = glorot_uniform_initializer()
+    if not isinstance(initializer, Initializer):
+        raise ValueError(f"get_variable '{full_name}': initializer {initializer!r} is not a "
+                         "tensoropt initializer; use e.g. tensoropt.glorot_uniform_initializer()")
+    op = graph.create_op("variable", [], {"shape": shape, "dtype": dtype,
+                                          "initializer": initializer, "trainable": bool(trainable)},
+                         name=full_name, scoped=False)
+    if op.name != full_name:  # an op (not a variable) already took the name
+        raise ValueError(f"get_variable: the name {full_name!r} is taken by another op; "
+                         "choose another variable name or scope")
+    var = op.outputs[0]
+    graph.variables[full_name] = var
+    return var

@@ -1,0 +1,106 @@
+"""Optimizers, as ``tf.compat.v1.train``: each records a training step with ``minimize``.
+
+Usage::
+
+    train_op = to.train.AdamOptimizer(1e-3).minimize(loss)
+    to.run(train_op, feed_dict={...})
+
+The optimizer's slot count (0 for SGD, 1 for Momentum, 2 for Adam) is what the cost
+model charges per parameter on top of the parameter and its gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
+
+__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer"]
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """Base optimizer: its TensorFlow class name and hyperparameters."""
+
+    learning_rate: float
+
+    tf_name = ""
+    slots_per_variable = 0
+
+    def hyperparameters(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "name"}
+
+    def to_tensorflow(self, tf):
+        return getattr(tf.compat.v1.train, self.tf_name)(**self.hyperparameters())
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None) -> TrainStep:
+        """Records a training step that minimizes the scalar ``loss``.
+
+        Raises:
+            ValueError: if ``loss`` is not a scalar float tensor, if ``global_step`` is
+                given, or if no trainable variable reaches the loss.
+        """
+        graph = get_default_graph()
+        if not isinstance(loss, Tensor):
+            raise ValueError(f"minimize: loss must be a tensoropt Tensor, got {type(loss).__name__}")
+        if tuple(loss.shape) != ():
+            raise ValueError(
+                f"minimize: loss {loss.name} has shape {tuple(loss.shape)}; expected a scalar "
+                f"(shape ()). Reduce it first, e.g. tensoropt.reduce_mean({loss.op.name})")
+        if not loss.dtype.is_floating:
+            raise ValueError(f"minimize: loss {loss.name} has dtype {loss.dtype.name}; expected float32")
+        if global_step is not None:
+            raise ValueError("minimize: global_step is not supported; count steps in Python")
+        reachable = _variables_reaching(loss)
+        if var_list is None:
+            var_list = [v for v in graph.trainable_variables if v in reachable]
+        var_list = tuple(var_list)
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise ValueError(f"minimize: var_list holds {v!r}, which is not a variable")
+        if not var_list:
+            raise ValueError(f"minimize: no trainable variable reaches the loss {loss.name}; "
+                             "create variables with tensoropt.get_variable and use them in the model")
+        step = TrainStep(name=graph.unique_name(name or self.tf_name.replace("Optimizer", "")),
+                         loss=loss, var_list=var_list, optimizer=self)
+        graph.train_steps.append(step)
+        return step
+
+
+def _variables_reaching(tensor: Tensor) -> set:
+    seen, stack, found = set(), [tensor.op], set()
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        if op.kind == "variable":
+            found.add(op.outputs[0])
+        stack.extend(t.op for t in op.inputs)
+    return found
+
+
+@dataclass(frozen=True)
+class GradientDescentOptimizer(Optimizer):
+    tf_name = "GradientDescentOptimizer"
+    slots_per_variable = 0
+
+
+@dataclass(frozen=True)
+class MomentumOptimizer(Optimizer):
+    momentum: float = 0.9
+    use_nesterov: bool = False
+
+    tf_name = "MomentumOptimizer"
+    slots_per_variable = 1
+
+
+@dataclass(frozen=True)
+class AdamOptimizer(Optimizer):
+    learning_rate: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-08
+
+    tf_name = "AdamOptimizer"
+    slots_per_variable = 2
