@@ -208,3 +208,31 @@ def test_default_cost_and_factory():
         alpha_beta_cost(bandwidth_bytes_per_s=0)
     with pytest.raises(ValueError, match="latency"):
         alpha_beta_cost(alpha_s=-1)
+
+
+def test_unit_axes_and_single_rank():
+    """Mesh axes of size 1 are legal; steps on them are free and move nothing."""
+    full = np.arange(32).reshape(4, 8)
+    for src, dst in [("[1,4] S1,R", "[4,1] R,S0"), ("[1] S0,R", "[1] R,S0"),
+                     ("[2,1] S0,R P{1}", "[2] R,S0"), ("[1,2] R,R P{0}", "[1,2] R,S1")]:
+        s, d = Layout.parse(src), Layout.parse(dst)
+        conv = plan_conversion(s, d, full.shape, 4, COST)
+        # a partial source: the rank at coordinate 0 of every partial axis holds the block
+        shards = {r: full[s.shard_slices(r, full.shape)]
+                  * int(all(s.coords(r)[a] == 0 for a in s.partial))
+                  for r in range(s.num_ranks)}
+        out = run_numpy(conv, shards)
+        for r in range(d.num_ranks):
+            np.testing.assert_array_equal(out[r], full[d.shard_slices(r, full.shape)])
+    assert plan("[1] S0,R", "[1] R,S0", (4, 6)).time_s == 0.0
+    assert plan("[1,2] R,R P{0}", "[1,2] R,R", (4, 6)).time_s == 0.0
+
+
+def test_conversion_layouts_and_peak_memory():
+    conv = plan("[2,4] S0,R,S1", "[2,4] R,S1,R", (8, 8, 8))
+    assert conv.layouts == (Layout.parse("[2,4] S0,R,S1"), Layout.parse("[2,4] S0,S1,R"),
+                            Layout.parse("[2,4] R,S1,R"))
+    assert conv.peak_bytes_per_rank == 8 * 8 * 8 * 4 // 4
+    assert [c.bytes_in_per_rank for c in conv.step_costs] == [256, 256]
+    assert [c.bytes_out_per_rank for c in conv.step_costs] == [256, 512]
+    assert [c.bytes_recv_per_rank for c in conv.step_costs] == [192, 256]
