@@ -37,6 +37,17 @@ def test_backward_closed_form(src, dst, shape, backward):
     assert back.src == Layout.parse(dst).grad() and back.dst == Layout.parse(src).grad()
 
 
+def test_backward_of_partial_destination_starts_replicated():
+    """grad([2,2] R,R P{1}) = [2,2] R,R: the pending sum's gradient is broadcast."""
+    conv = plan("[2,2] R,R P{0,1}", "[2,2] R,R P{1}", (4, 4))
+    assert str(conv) == "allreduce(axis 0)"
+    back = conv.backward()
+    assert back.src == Layout.parse("[2,2] R,R") and str(back) == "identity"
+    conv = plan("[2,2] R,R P{0,1}", "[2,2] S0,R P{1}", (4, 4))
+    assert str(conv) == "reducescatter(axis 0, dim 0)"
+    assert str(conv.backward()) == "allgather(axis 0, dim 0)"
+
+
 def test_backward_costs():
     assert plan("[4] S0,R", "[4] R,R", (8, 8)).backward().time_s == 0.0
     back = plan("[4] R,R", "[4] R,S0", (8, 8)).backward()
@@ -96,9 +107,11 @@ def test_backward_moves_the_gradient_exactly(seed_block):
         dst = _random_layout(rng, mesh_b, shape, False)
         conv = plan_conversion(src, dst, shape, 4, COST)
         grad_in = dst.grad()
+        back = conv.backward()            # the default: the gradient arrives as grad(dst)
         if rng.random() < 0.3:
             grad_in = _random_layout(rng, mesh_b, shape, True)
-        back = conv.backward(grad_layout=grad_in)
+            back = conv.backward(grad_layout=grad_in)
+        assert back.src == grad_in
         assert back.dst == src.grad() and not back.dst.partial
         g = rng.integers(-99, 99, size=shape)
         shards = {r: g[grad_in.shard_slices(r, shape)].copy() for r in range(grad_in.num_ranks)}
