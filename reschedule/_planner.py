@@ -171,14 +171,18 @@ def plan_conversion(src: Layout, dst: Layout, shape: Sequence[int], itemsize: in
     if not isinstance(itemsize, numbers.Integral) or itemsize < 1:
         raise ValueError(f"itemsize={itemsize!r}: give the bytes per element as an int >= 1.")
     cost = DEFAULT_COST if cost_fn is None else cost_fn
-    if isinstance(cost, AlphaBetaCost):
-        return _plan_cached(src, dst, shape_t, int(itemsize), cost)
-    return _plan(src, dst, shape_t, int(itemsize), cost)
+    try:
+        hash(cost)
+    except TypeError:  # an unhashable cost function: plan afresh every time
+        return _plan(src, dst, shape_t, int(itemsize), cost)
+    # Cost functions are pure (same step, shape and itemsize -> same seconds), so plans
+    # are cached per (layouts, shape, itemsize, cost function).
+    return _plan_cached(src, dst, shape_t, int(itemsize), cost)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def _plan_cached(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int,
-                 cost: AlphaBetaCost) -> Conversion:
+                 cost: CostFn) -> Conversion:
     return _plan(src, dst, shape, itemsize, cost)
 
 
