@@ -235,7 +235,12 @@ class Step:
 
     @property
     def communicates(self) -> bool:
-        """False for a slice (local); alltoallv may still move nothing, see ``bytes_recv``."""
+        """False for a slice (local).
+
+        An alltoallv may also move nothing: when ``bytes_recv(shape, itemsize) == 0`` every
+        piece of its :meth:`exchange` is a self-copy, so it lowers to local slicing with no
+        collective (the alpha-beta model prices it 0).
+        """
         return self.kind != "slice"
 
     # ------------------------------------------------------------------ bytes

@@ -26,8 +26,8 @@ import pytest
 
 from reschedule import Layout, alpha_beta_cost, plan_conversion, run_numpy
 
-N_BLOCKS = 16
-CASES_PER_BLOCK = 250          # 4000 random cases in all
+N_BLOCKS = 24
+CASES_PER_BLOCK = 250          # 6000 random cases in all
 COST_MODELS = [(10e-6, 12.5e9), (1e-9, 1e6), (1e-3, 1e12)]  # (alpha_s, bytes/s): mixed, bw-, latency-bound
 ITEMSIZE = 4
 STATS: Counter = Counter()
