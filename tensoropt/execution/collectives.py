@@ -88,6 +88,10 @@ class CollectiveOps:
         self.counts[kind] += 1
         return out
 
+    def _dense(self, dy):
+        """Gradients of gathers arrive as IndexedSlices; collectives need dense tensors."""
+        return self.tf.convert_to_tensor(dy)
+
     # -- raw collectives (no gradient) -----------------------------------------------------
     def allreduce_raw(self, x, mesh, axis, where):
         ps = self._process_set(self._group(mesh, axis))
@@ -173,7 +177,7 @@ class CollectiveOps:
         @self.tf.custom_gradient
         def fused(value):
             def grad(dy):
-                return self.apply_steps(dy, backward, shape, f"{where}/grad")
+                return self.apply_steps(self._dense(dy), backward, shape, f"{where}/grad")
             return self.apply_steps(value, forward, shape, where), grad
 
         return fused(x)
@@ -197,7 +201,7 @@ class CollectiveOps:
         @self.tf.custom_gradient
         def identity(value):
             def grad(dy):
-                return self.allreduce_raw(dy, mesh, axis, f"{where}/grad")
+                return self.allreduce_raw(self._dense(dy), mesh, axis, f"{where}/grad")
             return self.tf.identity(value), grad
 
         return identity(x)
@@ -209,7 +213,7 @@ class CollectiveOps:
         @self.tf.custom_gradient
         def gather(value):
             def grad(dy):
-                summed = self.allreduce_raw(dy, mesh, axis, f"{where}/grad")
+                summed = self.allreduce_raw(self._dense(dy), mesh, axis, f"{where}/grad")
                 return self.slice_raw(summed, dim, mesh, axis)
             return self.allgather_raw(value, dim, mesh, axis, where), grad
 

@@ -47,7 +47,79 @@ def mlp():
     return loss, feed
 
 
-MODELS = {"mlp": mlp}
+def cnn():
+    x = to.placeholder(to.float32, [8, 8, 8, 4], name="images")
+    y = to.placeholder(to.int32, [8], name="labels")
+    w1 = to.get_variable("conv1/w", [3, 3, 4, 8], initializer=to.glorot_uniform_initializer(seed=1))
+    h = to.nn.relu(to.nn.conv2d(x, w1, strides=1, padding="SAME"))
+    h = to.nn.max_pool2d(h, 2, 2, "VALID")
+    w2 = to.get_variable("conv2/w", [3, 3, 8, 8], initializer=to.glorot_uniform_initializer(seed=2))
+    h = to.nn.conv2d(h, w2, strides=1, padding="SAME")
+    mean, variance = to.nn.moments(h, axes=[0, 1, 2])
+    gamma = to.get_variable("bn/gamma", [8], initializer=to.ones_initializer())
+    beta = to.get_variable("bn/beta", [8], initializer=to.zeros_initializer())
+    h = to.nn.avg_pool2d(to.nn.relu(to.nn.batch_normalization(h, mean, variance, beta, gamma, 1e-3)),
+                         2, 2, "VALID")
+    flat = to.reshape(h, [8, 32])
+    wo = to.get_variable("fc/w", [32, 4], initializer=to.glorot_uniform_initializer(seed=3))
+    bo = to.get_variable("fc/b", [4], initializer=to.zeros_initializer())
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=y, logits=to.nn.bias_add(to.matmul(flat, wo), bo)))
+
+    def feed(rng):
+        return {x: rng.normal(size=(8, 8, 8, 4)).astype(np.float32), y: rng.integers(0, 4, 8).astype(np.int32)}
+
+    return loss, feed
+
+
+def transformer():
+    b, s, v, d, heads = 4, 4, 12, 8, 2
+    tokens = to.placeholder(to.int32, [b, s], name="tokens")
+    targets = to.placeholder(to.int32, [b, s], name="targets")
+    emb = to.get_variable("embedding", [v, d], initializer=to.random_normal_initializer(stddev=0.5, seed=1))
+    x = to.nn.embedding_lookup(emb, tokens)
+    qkv_w = to.get_variable("qkv/w", [d, 3 * d], initializer=to.glorot_uniform_initializer(seed=2))
+    qkv = to.reshape(to.matmul(to.reshape(x, [b * s, d]), qkv_w), [b, s, 3 * d])
+    q, k, val = to.split(qkv, 3, axis=2)
+
+    def heads_of(t):
+        return to.transpose(to.reshape(t, [b, s, heads, d // heads]), [0, 2, 1, 3])
+
+    scores = to.matmul(heads_of(q), heads_of(k), transpose_b=True) * 0.5
+    ctx = to.matmul(to.nn.softmax(scores), heads_of(val))
+    ctx = to.reshape(to.transpose(ctx, [0, 2, 1, 3]), [b, s, d])
+    h = to.contrib.layers.layer_norm(x + ctx, epsilon=1e-6)
+    ff_w = to.get_variable("ff/w", [d, 16], initializer=to.glorot_uniform_initializer(seed=3))
+    ff = to.nn.gelu(to.matmul(to.reshape(h, [b * s, d]), ff_w))
+    out_w = to.get_variable("out/w", [16, v], initializer=to.glorot_uniform_initializer(seed=4))
+    logits = to.matmul(ff, out_w)
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=to.reshape(targets, [b * s]), logits=logits))
+
+    def feed(rng):
+        return {tokens: rng.integers(0, v, (b, s)).astype(np.int32),
+                targets: rng.integers(0, v, (b, s)).astype(np.int32)}
+
+    return loss, feed
+
+
+def lstm():
+    b, t, d, h, v = 4, 3, 4, 8, 6
+    x = to.placeholder(to.float32, [b, t, d], name="x")
+    y = to.placeholder(to.int32, [b], name="y")
+    cell = to.nn.rnn_cell.MultiRNNCell([to.nn.rnn_cell.LSTMCell(h), to.nn.rnn_cell.LSTMCell(h)])
+    outputs, state = to.nn.dynamic_rnn(cell, x, dtype=to.float32)
+    w = to.get_variable("proj/w", [h, v], initializer=to.glorot_uniform_initializer(seed=5))
+    logits = to.matmul(state[-1].h, w) + to.reduce_sum(outputs) * 0.01
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+    def feed(rng):
+        return {x: rng.normal(size=(b, t, d)).astype(np.float32), y: rng.integers(0, v, b).astype(np.int32)}
+
+    return loss, feed
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "lstm": lstm}
 
 
 def reference(graph, loss, train_op, feeds):
