@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -129,12 +130,21 @@ def register(name: str, presets: Mapping[str, Mapping[str, Any]]):
     def wrap(fn: Callable[..., ModelSpec]) -> Callable[..., ModelSpec]:
         if name in _REGISTRY:
             raise ValueError(f"model {name!r} is registered twice")
-        params = {p.name for p in inspect.signature(fn).parameters.values()}
+        signature = inspect.signature(fn)
         for preset, values in presets.items():
-            bad = sorted(set(values) - params)
+            bad = sorted(set(values) - set(signature.parameters))
             assert not bad, f"{name}: preset {preset!r} sets unknown parameters {bad}"
-        _REGISTRY[name] = ModelEntry(name, fn, {k: dict(v) for k, v in presets.items()})
-        return fn
+
+        @functools.wraps(fn)
+        def model(*args: Any, **kwargs: Any) -> ModelSpec:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            spec = fn(*bound.args, **bound.kwargs)
+            spec.name, spec.params = name, dict(bound.arguments)
+            return spec
+
+        _REGISTRY[name] = ModelEntry(name, model, {k: dict(v) for k, v in presets.items()})
+        return model
 
     return wrap
 
@@ -170,11 +180,7 @@ def build(name: str, size: str = "tiny", **overrides: Any) -> ModelSpec:
         The model's ModelSpec; ``spec.params`` holds the parameters used.
     """
     entry = get_entry(name)
-    params = entry.resolve(size, overrides)
-    spec = entry.fn(**params)
-    spec.name = name
-    spec.params = params
-    return spec
+    return entry.fn(**entry.resolve(size, overrides))
 
 
 def describe(name: str) -> str:

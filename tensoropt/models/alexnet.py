@@ -16,7 +16,7 @@ __all__ = ["alexnet"]
 
 @register("alexnet", presets={
     "paper": dict(batch=128, image=227, width=1.0, fc=4096, classes=1024),
-    "tiny": dict(batch=2, image=67, width=0.0625, fc=32, classes=10),
+    "tiny": dict(batch=4, image=67, width=0.0625, fc=32, classes=8),
 })
 def alexnet(batch: int = 128, image: int = 227, width: float = 1.0, fc: int = 4096,
             classes: int = 1024, optimizer: str = "adam", learning_rate: float = 1e-3) -> ModelSpec:

@@ -19,7 +19,7 @@ __all__ = ["cnn"]
 @register("cnn", presets={
     "paper": dict(batch=256, image=32, channels=3, filters=(64, 128, 256), dense=(1024,), classes=10),
     "small": dict(batch=32, image=32, channels=3, filters=(32, 64), dense=(256,), classes=10),
-    "tiny": dict(batch=8, image=16, channels=3, filters=(8, 16), dense=(32,), classes=10),
+    "tiny": dict(batch=8, image=16, channels=3, filters=(8, 16), dense=(32,), classes=8),
 })
 def cnn(batch: int = 32, image: int = 32, channels: int = 3, filters: Sequence[int] = (32, 64),
         dense: Sequence[int] = (256,), classes: int = 10, optimizer: str = "adam",

@@ -46,7 +46,7 @@ def lstm_lm(batch: int, seq: int, vocab: int, embed: int, hidden: int, layers: i
 @register("lstm", presets={
     "paper": dict(batch=256, seq=64, vocab=32768, embed=1024, hidden=1024, layers=2),
     "small": dict(batch=32, seq=32, vocab=10000, embed=256, hidden=256, layers=2),
-    "tiny": dict(batch=4, seq=6, vocab=50, embed=16, hidden=16, layers=2),
+    "tiny": dict(batch=4, seq=6, vocab=48, embed=16, hidden=16, layers=2),
 })
 def lstm(batch: int = 32, seq: int = 32, vocab: int = 10000, embed: int = 256, hidden: int = 256,
          layers: int = 2, optimizer: str = "adam", learning_rate: float = 1e-3) -> ModelSpec:

@@ -19,7 +19,7 @@ __all__ = ["mlp"]
 @register("mlp", presets={
     "paper": dict(batch=256, input_dim=784, hidden=(4096, 4096, 4096), classes=1000),
     "small": dict(batch=64, input_dim=784, hidden=(512, 512), classes=10),
-    "tiny": dict(batch=8, input_dim=64, hidden=(32,), classes=10),
+    "tiny": dict(batch=8, input_dim=64, hidden=(32,), classes=8),
 })
 def mlp(batch: int = 64, input_dim: int = 784, hidden: Sequence[int] = (512, 512), classes: int = 10,
         optimizer: str = "adam", learning_rate: float = 1e-3) -> ModelSpec:

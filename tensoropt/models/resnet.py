@@ -51,7 +51,7 @@ def bottleneck(x: Tensor, planes: int, stride: int, name: str, expansion: int = 
 @register("resnet101", presets={
     "paper": dict(batch=128, image=227, blocks=(3, 4, 23, 3), base=64, classes=1000),
     "small": dict(batch=16, image=64, blocks=(1, 1, 1, 1), base=16, classes=100),
-    "tiny": dict(batch=2, image=32, blocks=(1, 1, 1, 1), base=4, classes=10),
+    "tiny": dict(batch=4, image=32, blocks=(1, 1, 1, 1), base=4, classes=8),
 })
 def resnet101(batch: int = 128, image: int = 227, blocks: Sequence[int] = (3, 4, 23, 3),
               base: int = 64, classes: int = 1000, optimizer: str = "adam",
@@ -95,7 +95,7 @@ def wide_basic_block(x: Tensor, width: int, stride: int, name: str) -> Tensor:
 @register("paper_wide_resnet", presets={
     "paper": dict(batch=256, image=32, depth=28, k=73, classes=1000),
     "small": dict(batch=16, image=32, depth=16, k=4, classes=100),
-    "tiny": dict(batch=2, image=16, depth=10, k=1, classes=10),
+    "tiny": dict(batch=4, image=16, depth=10, k=1, classes=8),
 })
 def paper_wide_resnet(batch: int = 256, image: int = 32, depth: int = 28, k: int = 73,
                       classes: int = 1000, optimizer: str = "adam",

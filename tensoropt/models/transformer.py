@@ -130,7 +130,7 @@ def transformer_model(batch: int, seq: int, vocab: int, d_model: int, heads: int
 @register("transformer", presets={
     "paper": dict(batch=256, seq=128, vocab=32768, d_model=1024, heads=16, d_ff=4096, layers=12),
     "small": dict(batch=16, seq=64, vocab=8000, d_model=256, heads=4, d_ff=1024, layers=4),
-    "tiny": dict(batch=4, seq=8, vocab=50, d_model=16, heads=2, d_ff=32, layers=2),
+    "tiny": dict(batch=4, seq=8, vocab=48, d_model=16, heads=2, d_ff=32, layers=2),
 })
 def transformer(batch: int = 16, seq: int = 64, vocab: int = 8000, d_model: int = 256, heads: int = 4,
                 d_ff: int = 1024, layers: int = 4, optimizer: str = "adam",

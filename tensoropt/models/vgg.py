@@ -22,7 +22,7 @@ VGG16_STAGES = ((64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 51
 @register("paper_vgg16", presets={
     "paper": dict(batch=256, image=224, width=1.0, fc=4096, classes=1000),
     "small": dict(batch=16, image=64, width=0.25, fc=512, classes=100),
-    "tiny": dict(batch=2, image=32, width=0.0625, fc=32, classes=10),
+    "tiny": dict(batch=4, image=32, width=0.0625, fc=32, classes=8),
 })
 def paper_vgg16(batch: int = 256, image: int = 224, width: float = 1.0, fc: int = 4096,
                 classes: int = 1000, stages: Sequence[Sequence[int]] = VGG16_STAGES,

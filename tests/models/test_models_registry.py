@@ -43,6 +43,19 @@ def test_build_applies_overrides_and_records_params():
     assert spec.loss.shape == () and spec.train_op in to.get_default_graph().train_steps
 
 
+def test_calling_a_model_function_directly_fills_name_and_params():
+    from tensoropt.models.mlp import mlp
+    spec = mlp(batch=5, hidden=(4,))
+    assert spec.name == "mlp"
+    assert spec.params["batch"] == 5 and spec.params["classes"] == 10   # the function's default
+    assert "Usage" not in (mlp.__doc__ or "") and "softmax" in mlp.__doc__
+
+
+def test_tiny_batches_split_over_two_and_four_devices():
+    for name in models.names():
+        assert models.get_entry(name).presets["tiny"]["batch"] % 4 == 0, name
+
+
 def test_build_records_into_the_current_default_graph():
     spec = models.build("cnn", size="tiny")
     assert spec.loss.graph is to.get_default_graph()
