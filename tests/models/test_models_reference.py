@@ -116,3 +116,57 @@ def test_encoder_decoder_transformer_matches_numpy():
     y = _ln(y, w, "decoder_norm")
     ref = xent(y @ w["vocab_projection/kernel"] + w["vocab_projection/bias"], data["targets"])
     np.testing.assert_allclose(loss, ref, rtol=1e-5)
+
+
+def _tf_batch_norm(tf, x, w, prefix):
+    mean, var = tf.nn.moments(x, axes=[0, 1, 2])
+    return tf.nn.batch_normalization(x, mean, var, w[f"{prefix}/beta"], w[f"{prefix}/gamma"], 1e-3)
+
+
+def test_resnet_bottlenecks_match_tensorflow_eager():
+    tf = pytest.importorskip("tensorflow")
+    spec, w, data, loss = lowered("resnet101")
+    p = spec.params
+
+    def conv_bn(x, prefix, stride=1, relu=True):
+        y = tf.nn.conv2d(x, w[f"{prefix}/conv/kernel"], stride, "SAME")
+        y = _tf_batch_norm(tf, y, w, f"{prefix}/bn")
+        return tf.nn.relu(y) if relu else y
+
+    h = conv_bn(tf.constant(data["images"]), "conv1", 2)
+    h = tf.nn.max_pool2d(h, 3, 2, "SAME")
+    for stage, n in enumerate(p["blocks"]):
+        for i in range(n):
+            stride = 2 if stage > 0 and i == 0 else 1
+            b = f"layer{stage + 1}/block{i}"
+            out = conv_bn(conv_bn(h, f"{b}/conv1"), f"{b}/conv2", stride)
+            out = conv_bn(out, f"{b}/conv3", relu=False)
+            planes = p["base"] * 2 ** stage * 4
+            short = conv_bn(h, f"{b}/downsample", stride, relu=False) \
+                if stride != 1 or h.shape[-1] != planes else h
+            h = tf.nn.relu(out + short)
+    h = tf.reduce_mean(h, axis=[1, 2]).numpy()
+    ref = xent(h @ w["fc/kernel"] + w["fc/bias"], data["labels"])
+    np.testing.assert_allclose(loss, ref, rtol=1e-4)
+
+
+def test_wide_resnet_blocks_match_tensorflow_eager():
+    tf = pytest.importorskip("tensorflow")
+    spec, w, data, loss = lowered("paper_wide_resnet")
+    p = spec.params
+    h = tf.nn.conv2d(tf.constant(data["images"]), w["conv1/kernel"], 1, "SAME")
+    for group, width in enumerate((16 * p["k"], 32 * p["k"], 64 * p["k"])):
+        for i in range((p["depth"] - 4) // 6):
+            stride = 2 if group > 0 and i == 0 else 1
+            b = f"group{group + 1}/block{i}"
+            pre = tf.nn.relu(_tf_batch_norm(tf, h, w, f"{b}/bn1"))
+            out = tf.nn.conv2d(pre, w[f"{b}/conv1/kernel"], stride, "SAME")
+            out = tf.nn.relu(_tf_batch_norm(tf, out, w, f"{b}/bn2"))
+            out = tf.nn.conv2d(out, w[f"{b}/conv2/kernel"], 1, "SAME")
+            short = tf.nn.conv2d(pre, w[f"{b}/shortcut/kernel"], stride, "SAME") \
+                if stride != 1 or h.shape[-1] != width else h
+            h = out + short
+    h = tf.nn.relu(_tf_batch_norm(tf, h, w, "bn_final"))
+    h = tf.reduce_mean(h, axis=[1, 2]).numpy()
+    ref = xent(h @ w["fc/kernel"] + w["fc/bias"], data["labels"])
+    np.testing.assert_allclose(loss, ref, rtol=1e-4)
