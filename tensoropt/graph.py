@@ -330,6 +330,17 @@ class Graph:
         self.operations.append(op)
         return op
 
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator["Graph"]:
+        """``with graph.as_default():`` records into this graph, as in TensorFlow."""
+        global _default_graph
+        previous = _default_graph
+        _default_graph = self
+        try:
+            yield self
+        finally:
+            _default_graph = previous
+
     # -- queries -----------------------------------------------------------------------
     @property
     def trainable_variables(self) -> list[Variable]:
@@ -369,12 +380,14 @@ def name_scope(name: str | None):
     return get_default_graph().name_scope(name)
 
 
-def variable_scope(name_or_scope: str, reuse: Any = None, default_name: str | None = None):
+def variable_scope(name_or_scope: str | None, reuse: Any = None, default_name: str | None = None):
     """``with tensoropt.variable_scope("layer", reuse=...):`` prefixes variables and ops.
 
     ``reuse=True`` or ``tensoropt.AUTO_REUSE`` lets ``get_variable`` return an existing
     variable of the same name, as in TensorFlow 1.x.
     """
     graph = get_default_graph()
-    name = name_or_scope or graph.unique_name(default_name or "scope").rsplit("/", 1)[-1]
+    name = name_or_scope
+    if name is None:  # as TensorFlow: a fresh scope named after default_name
+        name = graph.unique_name(default_name or "scope").rsplit("/", 1)[-1]
     return graph.variable_scope(name, reuse)

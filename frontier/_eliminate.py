@@ -1,0 +1,366 @@
+"""Graph eliminations of Frontier-Tracking (Section 3.2, Eqs. 4-7) on a working graph.
+
+``Work`` holds the current graph: a frontier table per node (cells = configurations) and
+per edge (cells = ``k * K_dst + p``, edges oriented from lower to higher topological
+index), all registered in a ``Store`` for unrolling. The methods perform one elimination
+each and count it in ``stats``:
+
+* ``edge_elim(u, v)``   -- parallel edges merged by product (Eq. 5);
+* ``node_elim(v)``      -- a node with two neighbours replaced by one edge (Eq. 4);
+* ``branch_elim(v)``    -- a node with one neighbour folded into it (Eq. 6, leaf case);
+* ``heuristic_elim(v)`` -- a node fixed to one configuration (Eq. 7), inexact.
+
+Usage::
+
+    w = Work(graph, order, store, stats, threads=1, eps=None)
+    w.reduce_graph(method="ldp", heuristic=("weighted", 0.5))
+    for comp in w.components(): ...
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from frontier._store import Store
+from frontier._values import (Table, cell_product, combine, gather, reduce_cells,
+                              single_point_cells)
+from frontier.graph import CostGraph
+
+__all__ = ["Work", "Heuristic"]
+
+Heuristic = Union[str, tuple]
+
+
+class Work:
+    """The mutable graph being eliminated. Not thread safe; one per ``track`` call."""
+
+    def __init__(self, graph: CostGraph, order: list[int], store: Store, stats: dict,
+                 threads: int = 1, eps: Optional[float] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> None:
+        self.st = store
+        self.stats = stats
+        self.threads = threads
+        self.eps = eps
+        self.progress = progress
+        self.total = graph.num_nodes
+        self.topo = {v: i for i, v in enumerate(order)}
+        self.K = {v: graph.num_configs(v) for v in order}
+        self.ntab: dict[int, int] = {}
+        self.edges: dict[int, list[int]] = {}          # work edge id -> [u, v, table id]
+        self.adj: dict[int, dict[int, list[int]]] = {v: {} for v in order}
+        self.factors: list[int] = []                   # one-cell tables fixed aside
+        self.marked: set[int] = set()
+        self.tails: list[int] = []
+        self.marking = True
+        for v in order:
+            c = graph.node_costs(v)
+            t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=np.int64))
+            self.ntab[v] = store.leaf_node(v, t)
+        for eid in range(graph.num_edges):
+            ec = graph.edge(eid)
+            ncell = ec.shape[0] * ec.shape[1]
+            cell = np.repeat(np.arange(ncell, dtype=np.int64), np.diff(ec.off))
+            idx, off = reduce_cells(cell, ec.mem, ec.time, ncell)
+            t = Table(ec.mem[idx], ec.time[idx], off)
+            tid = store.leaf_edge(eid, t, idx - ec.off[cell[idx]])
+            self._add_edge(ec.src, ec.dst, tid)
+        self._note(None)
+
+    # ------------------------------------------------------------ bookkeeping
+    def _add_edge(self, u: int, v: int, tid: int) -> None:
+        assert self.topo[u] < self.topo[v]
+        wid = self._next_id()
+        self.edges[wid] = [u, v, tid]
+        self.adj[u].setdefault(v, []).append(wid)
+        self.adj[v].setdefault(u, []).append(wid)
+        self._note(self.st.table(tid))
+
+    def _next_id(self) -> int:
+        self._wid = getattr(self, "_wid", -1) + 1
+        return self._wid
+
+    def _remove_edge(self, wid: int) -> None:
+        u, v, tid = self.edges.pop(wid)
+        for a, b in ((u, v), (v, u)):
+            lst = self.adj[a][b]
+            lst.remove(wid)
+            if not lst:
+                del self.adj[a][b]
+        self.st.drop(tid)
+
+    def _remove_node(self, v: int) -> None:
+        assert not self.adj[v]
+        del self.adj[v]
+        self.st.drop(self.ntab.pop(v))
+        self.marked.discard(v)
+        if self.progress is not None:
+            self.progress(self.total - len(self.adj), self.total)
+
+    def _note(self, t: Optional[Table]) -> None:
+        if t is not None and t.ncells:
+            self.stats["max_cell_points"] = max(self.stats.get("max_cell_points", 0),
+                                                t.max_cell())
+
+    def _count(self, key: str) -> None:
+        self.stats[key] = self.stats.get(key, 0) + 1
+
+    def degree(self, v: int) -> int:
+        return len(self.adj[v])
+
+    def oriented(self, wid: int, first: int) -> int:
+        """Table id of edge ``wid`` with cells ``k_first * K_other + k_other``."""
+        u, v, tid = self.edges[wid]
+        if u == first:
+            return tid
+        ku, kv = self.K[u], self.K[v]
+        perm = (np.arange(ku)[None, :] * kv + np.arange(kv)[:, None]).reshape(-1)
+        t, idx = gather(self.st.table(tid), perm)
+        return self.st.derived(t, (tid,), (idx,))
+
+    def _set_node(self, v: int, tid: int) -> None:
+        self.st.drop(self.ntab[v])
+        self.ntab[v] = tid
+        self._note(self.st.table(tid))
+
+    # ------------------------------------------------------------ eliminations
+    def edge_elim(self, u: int, v: int) -> None:
+        """Eq. (5): all edges between u and v become one (product per cell)."""
+        if self.topo[u] > self.topo[v]:
+            u, v = v, u
+        wids = list(self.adj[u][v])
+        tids = [self.edges[w][2] for w in wids]
+        ident = np.arange(self.K[u] * self.K[v])
+        acc = tids[0]
+        for other in tids[1:]:
+            t, ia, ib = cell_product(self.st.table(acc), self.st.table(other), ident, self.eps)
+            prev, acc = acc, self.st.derived(t, (acc, other), (ia, ib))
+            if prev not in tids:
+                self.st.drop(prev)
+        for wid in wids:
+            self._remove_edge(wid)
+        self._add_edge(u, v, acc)
+        self._count("edge_eliminations")
+
+    def _node_single(self, v: int) -> tuple[int, Optional[Table]]:
+        """Node table of v and, if it has one point per cell, the table to fuse."""
+        tid = self.ntab[v]
+        t = self.st.table(tid)
+        return tid, (t if single_point_cells(t) else None)
+
+    def node_elim(self, v: int) -> None:
+        """Eq. (4): v with neighbours h, j (one edge each) becomes an edge h-j."""
+        h, j = sorted(self.adj[v], key=self.topo.__getitem__)
+        (ehv,), (evj,) = self.adj[v][h], self.adj[v][j]
+        a_id = self.oriented(ehv, h)
+        b_id = self.oriented(evj, v)
+        kh, kv, kj = self.K[h], self.K[v], self.K[j]
+        nv, nv_single = self._node_single(v)
+        if nv_single is None:
+            bmap = np.tile(np.arange(kv), kh)
+            t, ia, ib = cell_product(self.st.table(a_id), self.st.table(nv), bmap, self.eps)
+            a_id = self.st.derived(t, (a_id, nv), (ia, ib))
+        t, ia, ib, kk = combine(self.st.table(a_id), self.st.table(b_id), kh, kv, kj,
+                                mid=nv_single, threads=self.threads, eps=self.eps,
+                                stats=self.stats)
+        if nv_single is not None:
+            new = self.st.derived(t, (a_id, b_id, nv), (ia, ib, kk))
+        else:
+            new = self.st.derived(t, (a_id, b_id), (ia, ib))
+        self._remove_edge(ehv)
+        self._remove_edge(evj)
+        self.st.drop(a_id)
+        self.st.drop(b_id)
+        self._remove_node(v)
+        self._add_edge(h, j, new)
+        self._count("node_eliminations")
+
+    def fold(self, v: int, u: int) -> None:
+        """Folds v (whose only neighbour is u, by one edge) into u's node frontier.
+
+        This is branch elimination (Eq. 6) for a node without other neighbours, and one
+        step of LDP (Algorithm 3 line 6) when v is the head of the linear graph.
+        """
+        (wid,) = self.adj[v][u]
+        b_id = self.oriented(wid, v)
+        kv, ku = self.K[v], self.K[u]
+        nv = self.ntab[v]
+        nu, nu_single = self._node_single(u)
+        t, ia, ib, kk = combine(self.st.table(nv), self.st.table(b_id), 1, kv, ku,
+                                post=nu_single, threads=self.threads, eps=self.eps,
+                                stats=self.stats)
+        if nu_single is not None:
+            pc = np.repeat(np.arange(ku, dtype=np.int64), t.counts())
+            new = self.st.derived(t, (nv, b_id, nu), (ia, ib, pc))
+        else:
+            mid = self.st.derived(t, (nv, b_id), (ia, ib))
+            t2, ia2, ib2 = cell_product(t, self.st.table(nu), np.arange(ku), self.eps)
+            new = self.st.derived(t2, (mid, nu), (ia2, ib2))
+            self.st.drop(mid)
+        self._remove_edge(wid)
+        self.st.drop(b_id)
+        self._remove_node(v)
+        self._set_node(u, new)
+
+    def choose_config(self, v: int, heuristic: Heuristic) -> int:
+        """The configuration heuristic elimination fixes for v.
+
+        Each configuration k is scored by the minimum memory (and the minimum time) of
+        v's own frontier at k plus, for every incident edge, the best over the
+        neighbour's configurations p of edge(k, p) + neighbour(p). ``"min_memory"``
+        ranks by memory then time, ``"min_time"`` by time then memory, and
+        ``("weighted", w)`` by ``w * M + (1 - w) * T`` with M and T each rescaled to
+        [0, 1] over v's configurations.
+        """
+        kv = self.K[v]
+        nt = self.st.table(self.ntab[v])
+        first, last = nt.off[:-1], nt.off[1:] - 1
+        M = nt.mem[first].copy()          # minimum memory per configuration
+        T = nt.time[last].copy()          # minimum time per configuration
+        for j, wids in self.adj[v].items():
+            ntj = self.st.table(self.ntab[j])
+            jm = ntj.mem[ntj.off[:-1]]
+            jt = ntj.time[ntj.off[1:] - 1]
+            for wid in wids:
+                u, w, tid = self.edges[wid]
+                et = self.st.table(tid)
+                em = et.mem[et.off[:-1]].reshape(self.K[u], self.K[w])
+                etm = et.time[et.off[1:] - 1].reshape(self.K[u], self.K[w])
+                if u != v:
+                    em, etm = em.T, etm.T
+                M += (em + jm[None, :]).min(axis=1)
+                T += (etm + jt[None, :]).min(axis=1)
+        if heuristic == "min_memory":
+            return int(np.lexsort((T, M))[0])
+        if heuristic == "min_time":
+            return int(np.lexsort((M, T))[0])
+        w = float(heuristic[1])
+        ms = (M - M.min()) / ((M.max() - M.min()) or 1.0)
+        ts = (T - T.min()) / ((T.max() - T.min()) or 1.0)
+        return int(np.lexsort((M, T, w * ms + (1 - w) * ts))[0])
+
+    def heuristic_elim(self, v: int, heuristic: Heuristic) -> None:
+        """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours."""
+        k = self.choose_config(v, heuristic)
+        self.stats.setdefault("heuristic_choices", []).append((v, k))
+        nv = self.ntab[v]
+        t, idx = gather(self.st.table(nv), np.array([k]))
+        self.factors.append(self.st.derived(t, (nv,), (idx,)))
+        for j in list(self.adj[v]):
+            kj = self.K[j]
+            for wid in list(self.adj[v][j]):
+                u, w, tid = self.edges[wid]
+                cells = (k * kj + np.arange(kj)) if u == v else (np.arange(kj) * self.K[v] + k)
+                row, ridx = gather(self.st.table(tid), cells)
+                row_id = self.st.derived(row, (tid,), (ridx,))
+                nj = self.ntab[j]
+                t2, ia, ib = cell_product(self.st.table(nj), row, np.arange(kj), self.eps)
+                new = self.st.derived(t2, (nj, row_id), (ia, ib))
+                self.st.drop(row_id)
+                self._remove_edge(wid)
+                self.ntab[j] = new
+                self._note(t2)
+        self._remove_node(v)
+        self._count("heuristic_eliminations")
+
+    # ------------------------------------------------------------ structure
+    def components(self) -> list[list[int]]:
+        """Connected components of the current graph, each sorted by topological index."""
+        seen: set[int] = set()
+        comps = []
+        for s in sorted(self.adj, key=self.topo.__getitem__):
+            if s in seen:
+                continue
+            comp, stack = [], [s]
+            seen.add(s)
+            while stack:
+                x = stack.pop()
+                comp.append(x)
+                for y in self.adj[x]:
+                    if y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+            comps.append(sorted(comp, key=self.topo.__getitem__))
+        return comps
+
+    def is_path(self, comp: list[int]) -> bool:
+        nedges = sum(self.degree(v) for v in comp) // 2
+        return all(self.degree(v) <= 2 for v in comp) and nedges == len(comp) - 1
+
+    def _extend_marks(self) -> None:
+        """Marks the linear backbone: a tail's single downstream neighbour is marked."""
+        if not self.marking:
+            return
+        for i, tail in enumerate(self.tails):
+            while tail in self.adj:
+                down = [y for y in self.adj[tail] if self.topo[y] > self.topo[tail]]
+                if len(down) != 1 or down[0] in self.marked:
+                    break
+                tail = down[0]
+                self.marked.add(tail)
+            self.tails[i] = tail
+
+    def _start_backbones(self) -> bool:
+        """Marks the first node of every component that has no marked node."""
+        new = False
+        for comp in self.components():
+            if not any(v in self.marked for v in comp):
+                self.marked.add(comp[0])
+                self.tails.append(comp[0])
+                new = True
+        return new
+
+    def _parallel_pair(self) -> Optional[tuple[int, int]]:
+        for u, nb in self.adj.items():
+            for v, wids in nb.items():
+                if len(wids) > 1:
+                    return u, v
+        return None
+
+    def reduce_graph(self, method: str, heuristic: Heuristic) -> None:
+        """Eliminates until every component is a path ("ldp") or has at most two
+        nodes ("elimination"). Exact eliminations always go first; heuristic
+        elimination (of the node with most neighbours) only when none applies."""
+        ldp = method == "ldp"
+        if ldp:
+            self._start_backbones()
+        while True:
+            if ldp:
+                self._extend_marks()
+            pair = self._parallel_pair()
+            if pair is not None:
+                self.edge_elim(*pair)
+                continue
+            order = sorted(self.adj, key=self.topo.__getitem__)
+            free = [v for v in order if not (ldp and v in self.marked)]
+            v = next((v for v in free if self.degree(v) == 2), None)
+            if v is not None:
+                self.node_elim(v)
+                continue
+            v = next((v for v in free if self.degree(v) == 1
+                      and (ldp or self.degree(next(iter(self.adj[v]))) >= 2)), None)
+            if v is not None:
+                self.fold(v, next(iter(self.adj[v])))
+                self._count("branch_eliminations")
+                continue
+            comps = self.components()
+            if ldp:
+                if all(self.is_path(c) for c in comps):
+                    return
+                if self.marking and self._start_backbones():
+                    continue
+            elif all(len(c) <= 2 for c in comps):
+                return
+            cand = [v for v in free if self.degree(v) >= 3]
+            if not cand:
+                # Only backbone nodes are left and they do not form a path: give up the
+                # backbone and let exact eliminations work on all nodes.
+                assert ldp and self.marking
+                self.marking = False
+                self.marked.clear()
+                self.tails.clear()
+                self._count("backbone_fallbacks")
+                continue
+            v = max(cand, key=lambda x: (self.degree(x), -self.topo[x]))
+            self.heuristic_elim(v, heuristic)

@@ -1,0 +1,77 @@
+"""The last phase: LDP (Algorithm 3) on paths, enumeration of two-node remainders.
+
+After ``Work.reduce_graph`` every component is a path (method "ldp") or has at most two
+nodes (method "elimination"). A component's cost frontier is a one-cell table:
+
+* path v1 - v2 - ... - vn: ``CF(v1) = F(v1)``, then for i = 2..n
+  ``CF(vi, p) = reduce(U_k CF(v(i-1), k) (x) F(e, k, p)) (x) F(vi, p)`` -- each step is
+  ``Work.fold`` of the head into the next node, batched over k and p in numpy -- and
+  finally the union over the last node's configurations;
+* two nodes u - v: every (k, p) pair is enumerated (the same kernel, once).
+
+The whole graph's frontier is the product of the components' frontiers and of the
+frontiers fixed aside by heuristic elimination.
+
+Usage::
+
+    tid = finish(work, method)      # table id of the one-cell frontier of the graph
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontier._eliminate import Work
+from frontier._values import cell_product, union_all
+
+__all__ = ["finish", "path_order"]
+
+
+def path_order(work: Work, comp: list[int]) -> list[int]:
+    """The nodes of a path component from its lower-topological end to the other."""
+    if len(comp) == 1:
+        return comp
+    ends = [v for v in comp if work.degree(v) == 1]
+    assert len(ends) == 2, "component is not a path"
+    v = min(ends, key=work.topo.__getitem__)
+    out, prev = [v], None
+    while len(out) < len(comp):
+        nxt = [y for y in work.adj[v] if y != prev]
+        assert len(nxt) == 1
+        prev, v = v, nxt[0]
+        out.append(v)
+    return out
+
+
+def _union(work: Work, v: int) -> int:
+    nt = work.ntab[v]
+    t, idx = union_all(work.st.table(nt), work.eps)
+    return work.st.derived(t, (nt,), (idx,))
+
+
+def finish(work: Work, method: str) -> int:
+    """Solves every component and multiplies all factors; returns the final table id."""
+    factors = list(work.factors)
+    for comp in work.components():
+        if method == "ldp":
+            order = path_order(work, comp)
+            work.stats["ldp_path_lengths"] = work.stats.get("ldp_path_lengths", []) + [
+                len(order)]
+            for a, b in zip(order, order[1:]):
+                work.fold(a, b)
+                work.stats["ldp_steps"] = work.stats.get("ldp_steps", 0) + 1
+            last = order[-1]
+        else:
+            assert len(comp) <= 2
+            if len(comp) == 2:
+                a, b = comp
+                work.fold(a, b)
+                work.stats["enumerations"] = work.stats.get("enumerations", 0) + 1
+            last = comp[-1]
+        factors.append(_union(work, last))
+    acc = factors[0]
+    for f in factors[1:]:
+        t, ia, ib = cell_product(work.st.table(acc), work.st.table(f), np.zeros(1, np.int64),
+                                 work.eps)
+        acc = work.st.derived(t, (acc, f), (ia, ib))
+    return acc

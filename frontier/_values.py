@@ -1,0 +1,318 @@
+"""Frontier arithmetic on numpy arrays: reduce, product, union (Algorithm 1).
+
+A *frontier table* holds one Pareto frontier per *cell* (a configuration, or a pair of
+configurations), stored flat in CSR form::
+
+    t = Table(mem, time, off)       # cell c owns points off[c]:off[c+1]
+    t.mem[off[c]:off[c+1]]          # ascending memory
+    t.time[off[c]:off[c+1]]         # strictly descending time
+
+Every operation returns the new table plus back pointers: for each output point, the
+flat index of the input point(s) it came from. The caller (``_eliminate``) stores them for
+unrolling. Nothing here loops over points in Python.
+
+Usage::
+
+    idx, off = reduce_cells(cell, mem, time, ncells)        # Algorithm 1, per cell
+    c, ia, ib = cell_product(a, b, bmap)                    # a[c] (x) b[bmap[c]]
+    c, ia, ib, ik = combine(a, b, W, K, P)                  # U_k a[w,k] (x) b[k,p]
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["Table", "reduce_cells", "cell_product", "gather", "union_all", "combine",
+           "single_point_cells"]
+
+_IDX = np.int64
+
+
+@dataclass
+class Table:
+    """A frontier per cell, flat. ``off`` has ``ncells + 1`` entries."""
+
+    mem: np.ndarray
+    time: np.ndarray
+    off: np.ndarray
+
+    @property
+    def ncells(self) -> int:
+        return len(self.off) - 1
+
+    @property
+    def npoints(self) -> int:
+        return len(self.mem)
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.off)
+
+    def max_cell(self) -> int:
+        return int(self.counts().max()) if self.ncells else 0
+
+
+def single_point_cells(t: Table) -> bool:
+    """True when every cell holds exactly one point (then point index == cell index)."""
+    return t.npoints == t.ncells
+
+
+def _offsets(cells: np.ndarray, ncells: int) -> np.ndarray:
+    off = np.zeros(ncells + 1, dtype=_IDX)
+    if len(cells):
+        np.cumsum(np.bincount(cells, minlength=ncells), out=off[1:])
+    return off
+
+
+def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: int,
+                 eps: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1 applied to every cell at once.
+
+    Args:
+        cell: int array, the cell of each candidate point (any order).
+        mem, time: float arrays, the candidate points.
+        ncells: number of cells of the output.
+        eps: optional relative tolerance; see ``track`` for the exact rule.
+
+    Returns:
+        ``(idx, off)``: indices into the inputs of the kept points, ordered by cell then
+        ascending memory; and the CSR offsets of the output table.
+    """
+    n = len(mem)
+    if n == 0:
+        return np.empty(0, dtype=_IDX), np.zeros(ncells + 1, dtype=_IDX)
+    order = np.lexsort((time, mem, cell))
+    c = cell[order]
+    t = time[order]
+    _, rank = np.unique(t, return_inverse=True)
+    # Keys of earlier cells are larger than every key of a later cell, so a running
+    # minimum over the whole array restarts at each cell boundary.
+    key = (ncells - 1 - c.astype(_IDX)) * (n + 1) + rank.reshape(-1).astype(_IDX)
+    run = np.minimum.accumulate(key)
+    keep = np.empty(n, dtype=bool)
+    keep[0] = True
+    np.less(key[1:], run[:-1], out=keep[1:])
+    idx = order[keep]
+    if eps:
+        idx = _eps_thin(idx, cell[idx], time[idx], eps)
+    return idx, _offsets(cell[idx], ncells)
+
+
+def _eps_thin(idx: np.ndarray, c: np.ndarray, t: np.ndarray, eps: float) -> np.ndarray:
+    """Within a cell keep only the lowest-memory point of each time bucket.
+
+    Buckets are ``floor(log(t) / log(1 + eps))`` for ``t > 0``; points with ``t <= 0``
+    are never merged. A dropped point q leaves a kept p with ``p.mem <= q.mem`` and
+    ``p.time < (1 + eps) * q.time``.
+    """
+    if len(idx) < 2:
+        return idx
+    pos = t > 0
+    b = np.zeros(len(t), dtype=np.float64)
+    b[pos] = np.floor(np.log(t[pos]) / math.log1p(eps))
+    same = (c[1:] == c[:-1]) & pos[1:] & pos[:-1] & (b[1:] == b[:-1])
+    keep = np.ones(len(idx), dtype=bool)
+    keep[1:] = ~same
+    return idx[keep]
+
+
+def _finish(cells, mem, time, ncells, eps, *cols):
+    idx, off = reduce_cells(cells, mem, time, ncells, eps)
+    return (Table(mem[idx], time[idx], off),) + tuple(col[idx] for col in cols)
+
+
+def cell_product(a: Table, b: Table, bmap: np.ndarray,
+                 eps: Optional[float] = None) -> tuple[Table, np.ndarray, np.ndarray]:
+    """Cellwise product: output cell c = reduce(a[c] (x) b[bmap[c]]).
+
+    Returns:
+        ``(table, ia, ib)`` with the flat input indices of each output point.
+    """
+    C = a.ncells
+    na = a.counts()
+    nb = b.counts()[bmap]
+    if np.all(nb == 1) or np.all(na == 1):
+        # Translating a frontier keeps it a frontier: no reduce needed.
+        if np.all(nb == 1):
+            ia = np.arange(a.npoints, dtype=_IDX)
+            cell = np.repeat(np.arange(C, dtype=_IDX), na)
+            ib = b.off[bmap[cell]]
+        else:
+            g, ib = gather(b, bmap)
+            cell = np.repeat(np.arange(C, dtype=_IDX), nb)
+            ia = a.off[cell]
+        mem = a.mem[ia] + b.mem[ib]
+        time = a.time[ia] + b.time[ib]
+        if not eps:
+            return Table(mem, time, _offsets(cell, C)), ia, ib
+        return _finish(cell, mem, time, C, eps, ia, ib)
+    n = na * nb
+    cell = np.repeat(np.arange(C, dtype=_IDX), n)
+    starts = np.zeros(C, dtype=_IDX)
+    np.cumsum(n[:-1], out=starts[1:])
+    local = np.arange(len(cell), dtype=_IDX) - starts[cell]
+    nbc = nb[cell]
+    ia = a.off[cell] + local // nbc
+    ib = b.off[bmap[cell]] + local % nbc
+    return _finish(cell, a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], C, eps, ia, ib)
+
+
+def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
+    """A new table whose cell i is a copy of ``a``'s cell ``cells[i]``."""
+    cnt = a.counts()[cells]
+    off = np.zeros(len(cells) + 1, dtype=_IDX)
+    np.cumsum(cnt, out=off[1:])
+    ncell = np.repeat(np.arange(len(cells), dtype=_IDX), cnt)
+    idx = a.off[cells][ncell] + (np.arange(off[-1], dtype=_IDX) - off[:-1][ncell])
+    return Table(a.mem[idx], a.time[idx], off), idx
+
+
+def union_all(a: Table, eps: Optional[float] = None) -> tuple[Table, np.ndarray]:
+    """Union of all cells, reduced, as a one-cell table."""
+    zero = np.zeros(a.npoints, dtype=_IDX)
+    idx, off = reduce_cells(zero, a.mem, a.time, 1, eps)
+    return Table(a.mem[idx], a.time[idx], off), idx
+
+
+def _cell_stats(t: Table, shape: tuple[int, int]):
+    first = t.off[:-1]
+    last = t.off[1:] - 1
+    return (t.mem[first].reshape(shape), t.time[first].reshape(shape),
+            t.mem[last].reshape(shape), t.time[last].reshape(shape))
+
+
+def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] = None,
+            post: Optional[Table] = None, threads: int = 1, eps: Optional[float] = None,
+            stats: Optional[dict] = None):
+    """Cell (w, p) of the result = reduce(U_k a[w,k] (x) mid[k] (x) b[k,p]) (x) post[p].
+
+    ``a`` has cells ``w*K + k``, ``b`` cells ``k*P + p``; ``mid`` (K cells) and ``post``
+    (P cells) must hold one point per cell. This is the kernel of node elimination
+    (Eq. 4), branch elimination (Eq. 6 with a leaf) and one LDP step (Algorithm 3).
+
+    Whole blocks (w, k, p) are skipped when their ideal corner (min memory, min time of
+    the block) is dominated by a point that some block actually attains; equal points
+    are broken towards the lower k, so the result stays exact.
+
+    Returns:
+        ``(table, ia, ib, k)``: the result with cells ``w*P + p`` and, per point, the flat
+        index into ``a`` and ``b`` and the configuration k (index into ``mid``).
+    """
+    assert a.ncells == W * K and b.ncells == K * P
+    am0, at0, am1, at1 = _cell_stats(a, (W, K))
+    bm0, bt0, bm1, bt1 = _cell_stats(b, (K, P))
+    if mid is not None:
+        assert single_point_cells(mid) and mid.ncells == K
+        am0, am1 = am0 + mid.mem, am1 + mid.mem
+        at0, at1 = at0 + mid.time, at1 + mid.time
+    # Layout (w, p, k): nonzero() then yields candidates grouped by output cell.
+    bm0, bt0, bm1, bt1 = bm0.T.copy(), bt0.T.copy(), bm1.T.copy(), bt1.T.copy()
+    budget = 1 << 21
+    if W > 1:
+        step = max(1, budget // max(1, K * P))
+        chunks = [(w, min(W, w + step), 0, P) for w in range(0, W, step)]
+    else:
+        step = max(1, budget // max(1, K))
+        if threads > 1:
+            step = min(step, max(1, -(-P // (2 * threads))))
+        chunks = [(0, 1, p, min(P, p + step)) for p in range(0, P, step)]
+
+    def work(ch):
+        w0, w1, p0, p1 = ch
+        Lm = am0[w0:w1, None, :] + bm0[None, p0:p1, :]
+        Lt = at1[w0:w1, None, :] + bt1[None, p0:p1, :]
+        U1t = at0[w0:w1, None, :] + bt0[None, p0:p1, :]   # actual point (Lm, U1t)
+        U2m = am1[w0:w1, None, :] + bm1[None, p0:p1, :]   # actual point (U2m, Lt)
+        refs = []
+        k1 = Lm.argmin(axis=2)[..., None]
+        r1m = np.take_along_axis(Lm, k1, 2)
+        r1t = np.take_along_axis(U1t, k1, 2)
+        k2 = Lt.argmin(axis=2)[..., None]
+        r2m = np.take_along_axis(U2m, k2, 2)
+        r2t = np.take_along_axis(Lt, k2, 2)
+        refs.append((r1m, r1t, k1))
+        refs.append((r2m, r2t, k2))
+        dm = r2m - r1m
+        dt = r1t - r2t
+        dm[dm <= 0] = 1.0
+        dt[dt <= 0] = 1.0
+        for lam in (0.5,):
+            wm = lam / dm
+            wt = (1 - lam) / dt
+            for xm, xt in ((Lm, U1t), (U2m, Lt)):
+                s = xm * wm + xt * wt
+                kk = s.argmin(axis=2)[..., None]
+                refs.append((np.take_along_axis(xm, kk, 2), np.take_along_axis(xt, kk, 2),
+                             kk))
+        karange = np.arange(K)
+        alive = np.ones(Lm.shape, dtype=bool)
+        for rm, rt, rk in refs:
+            dom = (rm <= Lm) & (rt <= Lt)
+            dom &= ~((rm == Lm) & (rt == Lt) & (rk >= karange))
+            alive &= ~dom
+        wi, pi, ki = np.nonzero(alive)
+        wi = wi + w0
+        pi = pi + p0
+        ca = wi * K + ki
+        cb = ki * P + pi
+        na = a.off[ca + 1] - a.off[ca]
+        nb = b.off[cb + 1] - b.off[cb]
+        n = na * nb
+        tot = int(n.sum())
+        blk = np.repeat(np.arange(len(n), dtype=_IDX), n)
+        starts = np.zeros(len(n), dtype=_IDX)
+        np.cumsum(n[:-1], out=starts[1:])
+        local = np.arange(tot, dtype=_IDX) - starts[blk]
+        nbb = nb[blk]
+        ia = a.off[ca][blk] + local // nbb
+        ib = b.off[cb][blk] + local % nbb
+        kk = ki[blk]
+        # Same association as the corners and references: (a + mid) + b, bit for bit.
+        if mid is not None:
+            mem = (a.mem[ia] + mid.mem[kk]) + b.mem[ib]
+            time = (a.time[ia] + mid.time[kk]) + b.time[ib]
+        else:
+            mem = a.mem[ia] + b.mem[ib]
+            time = a.time[ia] + b.time[ib]
+        # Point-level filter against the references (strict dominance only).
+        cl = (wi - w0)[blk] * (p1 - p0) + (pi - p0)[blk]
+        drop = np.zeros(tot, dtype=bool)
+        for rm, rt, _ in refs:
+            rmf = rm.reshape(-1)[cl]
+            rtf = rt.reshape(-1)[cl]
+            drop |= (rmf <= mem) & (rtf <= time) & ((rmf < mem) | (rtf < time))
+        keep = ~drop
+        ia, ib, kk, mem, time = ia[keep], ib[keep], kk[keep], mem[keep], time[keep]
+        cells = wi[blk][keep] * P + pi[blk][keep]
+        idx, _ = reduce_cells(cells, mem, time, W * P, eps)
+        return (cells[idx], mem[idx], time[idx], ia[idx], ib[idx], kk[idx],
+                int(alive.sum()), tot)
+
+    if threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=threads) as ex:
+            parts = list(ex.map(work, chunks))
+    else:
+        parts = [work(ch) for ch in chunks]
+    cells = np.concatenate([p[0] for p in parts])
+    mem = np.concatenate([p[1] for p in parts])
+    time = np.concatenate([p[2] for p in parts])
+    ia = np.concatenate([p[3] for p in parts])
+    ib = np.concatenate([p[4] for p in parts])
+    kk = np.concatenate([p[5] for p in parts]).astype(_IDX)
+    if len(cells) > 1 and np.any(cells[1:] < cells[:-1]):
+        o = np.argsort(cells, kind="stable")
+        cells, mem, time, ia, ib, kk = cells[o], mem[o], time[o], ia[o], ib[o], kk[o]
+    if post is not None:
+        assert single_point_cells(post) and post.ncells == P
+        pc = cells % P
+        mem = mem + post.mem[pc]
+        time = time + post.time[pc]
+    if stats is not None:
+        stats["blocks_total"] = stats.get("blocks_total", 0) + W * K * P
+        stats["blocks_kept"] = stats.get("blocks_kept", 0) + sum(p[6] for p in parts)
+        stats["candidates"] = stats.get("candidates", 0) + sum(p[7] for p in parts)
+    return Table(mem, time, _offsets(cells, W * P)), ia, ib, kk

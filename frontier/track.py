@@ -1,0 +1,154 @@
+"""``track``: the cost frontier of a CostGraph (Algorithm 2), and its result.
+
+Usage::
+
+    res = track(g, method="ldp", threads=2)
+    for i, (mem, time) in enumerate(res.points):     # mem ascending, time descending
+        nodes, edges = res.choice(i)                 # node id -> config, edge id -> alt
+    res.stats["heuristic_eliminations"]              # 0 means the frontier is exact
+
+``track`` is a thin wrapper: it validates the arguments, times the phases and unrolls;
+the work is done by ``_eliminate.Work`` (eliminations) and ``_ldp.finish`` (LDP or the
+final enumeration), which operate on numpy frontier tables.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from frontier._eliminate import Work
+from frontier._ldp import finish
+from frontier._store import Store
+from frontier.graph import CostGraph
+
+__all__ = ["track", "TrackResult"]
+
+_METHODS = ("ldp", "elimination")
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    """The frontier found by ``track``.
+
+    Attributes:
+        points: ``[(memory, time), ...]``, memory ascending, time strictly descending.
+        stats: counts of ``node_eliminations``, ``edge_eliminations``,
+            ``branch_eliminations``, ``heuristic_eliminations`` (with
+            ``heuristic_choices``: ``[(node, config), ...]``), ``ldp_steps``,
+            ``enumerations``, ``backbone_fallbacks``; sizes (``max_cell_points``,
+            ``candidates``, ``blocks_total``, ``blocks_kept``, ``num_points``); and
+            ``seconds``: ``{"eliminate", "ldp", "unroll", "total"}``.
+    """
+
+    points: list[tuple[float, float]]
+    stats: dict[str, Any]
+    node_configs: np.ndarray = field(repr=False)   # (len(points), num_nodes)
+    edge_alternatives: np.ndarray = field(repr=False)  # (len(points), num_edges)
+
+    @property
+    def exact(self) -> bool:
+        """True when no heuristic elimination and no epsilon were used."""
+        return not self.stats["heuristic_eliminations"] and self.stats["epsilon"] is None
+
+    def choice(self, i: int) -> tuple[dict[int, int], dict[int, int]]:
+        """The strategy of point i: (node id -> configuration, edge id -> alternative).
+
+        Raises:
+            ValueError: i is not a valid point index.
+        """
+        if not isinstance(i, (int, np.integer)) or not -len(self.points) <= i < len(self.points):
+            raise ValueError(f"point index {i!r} out of range; the frontier has "
+                             f"{len(self.points)} points")
+        nodes = {v: int(c) for v, c in enumerate(self.node_configs[i])}
+        edges = {e: int(a) for e, a in enumerate(self.edge_alternatives[i])}
+        return nodes, edges
+
+
+def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[float],
+                progress: Optional[Callable]) -> Any:
+    if method not in _METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {_METHODS}")
+    if not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int; got {threads!r}")
+    if heuristic in ("min_memory", "min_time"):
+        pass
+    elif (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
+          and isinstance(heuristic[1], (int, float)) and 0.0 <= heuristic[1] <= 1.0):
+        heuristic = ("weighted", float(heuristic[1]))
+    else:
+        raise ValueError(f"unknown heuristic {heuristic!r}; expected 'min_memory', "
+                         "'min_time' or ('weighted', w) with 0 <= w <= 1 (the weight of "
+                         "memory)")
+    if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0 < epsilon < 1):
+        raise ValueError(f"epsilon must be None (exact) or a float in (0, 1); got "
+                         f"{epsilon!r}")
+    if progress is not None and not callable(progress):
+        raise ValueError("progress must be None or a callable progress(done, total)")
+    return heuristic
+
+
+def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
+          heuristic: Any = "min_memory", epsilon: Optional[float] = None,
+          progress: Optional[Callable[[int, int], None]] = None) -> TrackResult:
+    """Finds the (memory, time) cost frontier of all strategies of ``graph``.
+
+    Args:
+        graph: the cost graph (a DAG; any number of sources, sinks, components).
+        method: ``"ldp"`` (FT-LDP: eliminate to a linear backbone, then Algorithm 3) or
+            ``"elimination"`` (FT-Elimination: eliminate to two nodes and enumerate).
+        threads: worker threads for the frontier kernels (split over configurations).
+        heuristic: the rule of heuristic elimination, used only when no exact
+            elimination applies: ``"min_memory"``, ``"min_time"`` or ``("weighted", w)``
+            (see ``Work.choose_config``). When used, ``stats["heuristic_eliminations"]``
+            is non-zero and the points may lie above the true frontier.
+        epsilon: None (default) keeps the frontier exact. A float e in (0, 1) thins every
+            frontier the algorithm builds: within one cell, points whose times fall in
+            the same bucket ``floor(log(time) / log(1 + e))`` are merged into the one with
+            the least memory (points with time <= 0 are never merged). Each merge drops
+            a point q for a kept p with ``p.mem <= q.mem`` and ``p.time < (1+e) q.time``;
+            nested merges compound, so for every exact point q the result holds a point
+            p with ``p.mem <= q.mem`` and ``p.time <= (1+e)^D q.time``, D the depth of
+            nested reductions (at most the number of eliminations and LDP steps).
+            Returned points are still real strategies: ``choice`` re-costs exactly.
+            Assumes non-negative times.
+        progress: optional ``progress(done, total)``, called after each removed node
+            (total = number of nodes).
+
+    Returns:
+        A ``TrackResult``.
+
+    Raises:
+        ValueError: bad arguments, an empty graph, or a cycle (naming its nodes).
+    """
+    heuristic = _check_args(method, threads, heuristic, epsilon, progress)
+    if graph.num_nodes == 0:
+        raise ValueError("the graph has no nodes; add operators with add_node first")
+    t0 = _time.perf_counter()
+    order = graph.topological_order()
+    stats: dict[str, Any] = {k: 0 for k in (
+        "node_eliminations", "edge_eliminations", "branch_eliminations",
+        "heuristic_eliminations", "ldp_steps", "enumerations", "backbone_fallbacks",
+        "max_cell_points", "candidates", "blocks_total", "blocks_kept")}
+    stats.update(method=method, threads=int(threads), epsilon=epsilon,
+                 heuristic=heuristic, heuristic_choices=[], num_nodes=graph.num_nodes,
+                 num_edges=graph.num_edges)
+    store = Store(graph.num_nodes, graph.num_edges)
+    work = Work(graph, order, store, stats, threads=int(threads), eps=epsilon,
+                progress=progress)
+    work.reduce_graph(method, heuristic)
+    t1 = _time.perf_counter()
+    final = finish(work, method)
+    t2 = _time.perf_counter()
+    table = store.table(final)
+    cfg, alt = store.unroll(final, np.arange(table.npoints))
+    assert np.all(cfg >= 0) and np.all(alt >= 0), "unroll did not reach every node/edge"
+    t3 = _time.perf_counter()
+    stats["num_points"] = int(table.npoints)
+    stats["seconds"] = {"eliminate": t1 - t0, "ldp": t2 - t1, "unroll": t3 - t2,
+                        "total": t3 - t0}
+    points = [(float(m), float(t)) for m, t in zip(table.mem, table.time)]
+    return TrackResult(points, stats, cfg, alt)

@@ -1,0 +1,213 @@
+"""From a recorded graph to the memory/time frontier of whole-graph plans.
+
+``search_frontier`` enumerates every op's configurations, prices them with a
+``CostModel``, builds a ``frontier.CostGraph`` (one node per op, one edge per data edge,
+each edge a small frontier of tensor-reuse choices), runs Frontier-Tracking, and turns
+each frontier point into a ``Plan``. ``data_parallel_plan`` prices the data-parallel
+strategy with the same model.
+
+Usage::
+
+    result = search_frontier(graph, model)
+    result.plans[0]        # least memory; result.plans[-1] fastest
+    result.stats           # configurations per op, search seconds, FT statistics
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from frontier import CostGraph, track
+from tensoropt.configs import Config, enumerate_configs, input_layout, output_layout
+from tensoropt.costs import CostModel, EdgeAlternative
+from tensoropt.plan import OpConfig, Plan
+
+__all__ = ["SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs"]
+
+
+@dataclass
+class _EdgeTable:
+    """One data edge: which layout each config implies, and the alternatives per pair."""
+
+    producer: object
+    out_index: int
+    consumer: object
+    in_index: int
+    src_ids: np.ndarray              # producer config -> unique src layout id
+    dst_ids: np.ndarray              # consumer config -> unique dst layout id
+    src_layouts: list
+    dst_layouts: list
+    alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
+
+
+@dataclass
+class SearchResult:
+    """Attributes:
+        plans: the frontier, memory ascending, time strictly descending.
+        configs_per_op: op name -> number of configurations.
+        stats: seconds per phase and the frontier's own statistics.
+    """
+
+    plans: list[Plan]
+    configs_per_op: dict[str, int]
+    stats: dict = field(default_factory=dict)
+    space: "_Space | None" = field(default=None, repr=False)
+
+    def data_parallel_plan(self) -> Plan:
+        """The data-parallel strategy, priced by the same cost model."""
+        return plan_from_configs(self.space, data_parallel_configs(self.space), None, "data_parallel")
+
+
+def _keeps(op, index: int, output: bool) -> bool:
+    space = op.space
+    return index in (space.saved_outputs if output else space.saved_inputs)
+
+
+class _Space:
+    """Configurations and tables of one graph on one device count."""
+
+    def __init__(self, graph, model: CostModel):
+        self.graph = graph
+        self.model = model
+        self.ops = list(graph.operations)
+        self.configs = {op: enumerate_configs(op, model.num_devices) for op in self.ops}
+        self.edges: list[_EdgeTable] = []
+
+    def node_costs(self, op) -> np.ndarray:
+        costs = [self.model.op_cost(op, c) for c in self.configs[op]]
+        return np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
+
+    def edge_table(self, producer, out_index, consumer, in_index) -> _EdgeTable:
+        tensor = producer.outputs[out_index]
+        src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
+        dst_list, dst_ids = _unique([input_layout(consumer, c, in_index) for c in self.configs[consumer]])
+        producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
+        consumer_keeps = _keeps(consumer, in_index, False)
+        alternatives = {}
+        for u, src in enumerate(src_list):
+            for v, dst in enumerate(dst_list):
+                alternatives[(u, v)] = self.model.edge_alternatives(
+                    tensor, src, dst, producer_keeps, consumer_keeps,
+                    producer_pinned=producer.kind == "variable")
+        return _EdgeTable(producer, out_index, consumer, in_index, src_ids, dst_ids, src_list,
+                          dst_list, alternatives)
+
+    def edge_costs(self, table: _EdgeTable) -> np.ndarray:
+        width = max(len(a) for a in table.alternatives.values())
+        grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
+        for (u, v), alts in table.alternatives.items():
+            padded = alts + [alts[0]] * (width - len(alts))  # duplicates are harmless
+            grid[u, v] = [(a.memory_bytes, a.time_s) for a in padded]
+        return grid[table.src_ids[:, None], table.dst_ids[None, :]]
+
+
+def _unique(layouts):
+    index: dict = {}
+    ids = np.array([index.setdefault(lay, len(index)) for lay in layouts], dtype=np.int64)
+    return list(index), ids
+
+
+def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, option: str) -> Plan:
+    """Prices one whole strategy (configs per op, reuse choice per edge) as a Plan."""
+    model = space.model
+    memory = compute = network = 0.0
+    ops = {}
+    for op in space.ops:
+        config: Config = chosen[op]
+        cost = model.op_cost(op, config)
+        memory += cost.memory_bytes
+        compute += cost.compute_s
+        network += cost.sync_s
+        ops[op.name] = OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims)
+                                                   if d is not None))
+    edges = []
+    for e, table in enumerate(space.edges):
+        k = space.configs[table.producer].index(chosen[table.producer])
+        p = space.configs[table.consumer].index(chosen[table.consumer])
+        alts: list[EdgeAlternative] = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
+        j = 0 if alt_choice is None else alt_choice[e]
+        if alt_choice is None:  # choose the least time, then least memory
+            j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
+        alt = alts[j if j < len(alts) else 0]
+        memory += alt.memory_bytes
+        network += alt.time_s
+        edges.append({"producer": table.producer.name, "output": table.out_index,
+                      "consumer": table.consumer.name, "input": table.in_index,
+                      "src_layout": str(table.src_layouts[table.src_ids[k]]),
+                      "dst_layout": str(table.dst_layouts[table.dst_ids[p]]),
+                      "forward": alt.forward, "reuse": alt.reuse})
+    return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
+                time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
+
+
+def _build(graph, model: CostModel, progress: Callable | None = None) -> tuple[_Space, CostGraph]:
+    space = _Space(graph, model)
+    cg = CostGraph()
+    node_of = {}
+    for op in space.ops:
+        node_of[op] = cg.add_node(op.name, space.node_costs(op))
+    total = sum(len(op.inputs) for op in space.ops)
+    done = 0
+    for consumer in space.ops:
+        for in_index, t in enumerate(consumer.inputs):
+            table = space.edge_table(t.op, t.value_index, consumer, in_index)
+            space.edges.append(table)
+            cg.add_edge(node_of[t.op], node_of[consumer], space.edge_costs(table))
+            done += 1
+            if progress:
+                progress(done, total)
+    return space, cg
+
+
+def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: int = 1,
+                    option: str = "frontier", progress: Callable | None = None) -> SearchResult:
+    """The whole memory/time frontier of plans for ``graph`` under ``model``."""
+    t0 = time.perf_counter()
+    space, cg = _build(graph, model, progress)
+    t1 = time.perf_counter()
+    result = track(cg, method=method, threads=threads)
+    t2 = time.perf_counter()
+    plans = []
+    for i in range(len(result.points)):
+        node_choice, edge_choice = result.choice(i)
+        chosen = {op: space.configs[op][node_choice[n]] for n, op in enumerate(space.ops)}
+        plan = plan_from_configs(space, chosen, edge_choice, option)
+        mem, tim = result.points[i]
+        assert np.isclose(plan.memory_bytes, mem, rtol=1e-9, atol=1.0), (plan.memory_bytes, mem)
+        assert np.isclose(plan.time_s, tim, rtol=1e-9, atol=1e-12), (plan.time_s, tim)
+        plans.append(plan)
+    stats = {"build_s": t1 - t0, "track_s": t2 - t1, "unroll_s": time.perf_counter() - t2,
+             "frontier": dict(result.stats)}
+    return SearchResult(plans, {op.name: len(space.configs[op]) for op in space.ops}, stats, space)
+
+
+def data_parallel_configs(space: _Space) -> dict:
+    """Each op split along the batch (the dims that carry the placeholders' axis 0) over
+    all devices where it divides; replicated otherwise. Parameters are replicated."""
+    n = space.model.num_devices
+    batch_axis: dict = {}  # tensor -> axis index carrying the batch
+    chosen = {}
+    for op in space.ops:
+        configs = space.configs[op]
+        if op.kind == "placeholder":
+            chosen[op] = configs[0]
+            batch_axis[op.outputs[0]] = 0
+            continue
+        dim = None
+        for i, t in enumerate(op.inputs):
+            if t in batch_axis:
+                dim = op.space.inputs[i][batch_axis[t]]
+                if dim is not None:
+                    break
+        wanted = Config((n,), (dim,)) if dim is not None else None
+        chosen[op] = wanted if wanted in configs else Config((n,), (None,))
+        assert chosen[op] in configs, (op.name, chosen[op])
+        if dim is not None and wanted in configs:
+            for j, axes in enumerate(op.space.outputs):
+                if dim in axes:
+                    batch_axis[op.outputs[j]] = axes.index(dim)
+    return chosen

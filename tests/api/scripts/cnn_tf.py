@@ -1,0 +1,37 @@
+"""A small CNN trained with TensorFlow 1.x (tf.compat.v1), for comparison with cnn_to.py.
+
+The two files differ only in the import and in the three TensorOpt calls; the test
+checks that with difflib.
+"""
+
+import tensorflow.compat.v1 as tf
+
+BATCH, SIZE, CHANNELS, CLASSES = 8, 16, 3, 5
+
+
+def train(batches, learning_rate=1e-2):
+    """Trains one step per (images, labels) batch; returns the losses."""
+    with tf.Graph().as_default():
+        tf.set_random_seed(1234)
+        x = tf.placeholder(tf.float32, [BATCH, SIZE, SIZE, CHANNELS], name="x")
+        y = tf.placeholder(tf.int32, [BATCH], name="y")
+        w1 = tf.get_variable("conv1/w", [3, 3, CHANNELS, 8], initializer=tf.glorot_uniform_initializer(seed=1))
+        b1 = tf.get_variable("conv1/b", [8], initializer=tf.zeros_initializer())
+        h = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w1, strides=[1, 1, 1, 1], padding="SAME"), b1))
+        h = tf.nn.max_pool2d(h, ksize=2, strides=2, padding="VALID")
+        w2 = tf.get_variable("conv2/w", [3, 3, 8, 16], initializer=tf.glorot_uniform_initializer(seed=2))
+        h = tf.nn.relu(tf.nn.conv2d(h, w2, strides=[1, 2, 2, 1], padding="VALID"))
+        h = tf.nn.avg_pool2d(h, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding="SAME")
+        mean, variance = tf.nn.moments(h, axes=[0, 1, 2])
+        gamma = tf.get_variable("bn/gamma", [16], initializer=tf.ones_initializer())
+        beta = tf.get_variable("bn/beta", [16], initializer=tf.zeros_initializer())
+        h = tf.nn.batch_normalization(h, mean, variance, beta, gamma, 1e-3)
+        flat = tf.reshape(h, [BATCH, -1])
+        w3 = tf.get_variable("fc/w", [flat.shape[1], CLASSES], initializer=tf.truncated_normal_initializer(stddev=0.1, seed=3))
+        b3 = tf.get_variable("fc/b", [CLASSES], initializer=tf.constant_initializer(0.1))
+        logits = tf.matmul(flat, w3) + b3
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train_op = tf.train.AdamOptimizer(learning_rate).minimize(loss)
+        session = tf.Session()
+        session.run(tf.global_variables_initializer())
+        return [session.run([loss, train_op], feed_dict={x: xs, y: ys})[0] for xs, ys in batches]
