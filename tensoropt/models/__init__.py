@@ -23,11 +23,11 @@ Usage::
 
 from tensoropt.models import (alexnet, cnn, inception, lstm, mlp, resnet,  # noqa: F401  (registers)
                               transformer, vgg)
-from tensoropt.models._registry import (IntRange, ModelEntry, ModelSpec, build, describe, get_entry,
-                                        names)
+from tensoropt.models._registry import (IntRange, ModelEntry, ModelSpec, UnknownModelError, build,
+                                        describe, get_entry, names)
 
-__all__ = ["ModelSpec", "ModelEntry", "IntRange", "build", "names", "describe", "get_entry",
-           "TABLE1_PARAM_GIB", "PASE_BENCHMARKS"]
+__all__ = ["ModelSpec", "ModelEntry", "IntRange", "UnknownModelError", "build", "names", "describe",
+           "get_entry", "TABLE1_PARAM_GIB", "PASE_BENCHMARKS"]
 
 #: TensorOpt paper, Table 1 (and Table 4 for Transformer-S): parameter sizes in GiB.
 TABLE1_PARAM_GIB = {

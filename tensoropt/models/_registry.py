@@ -26,7 +26,15 @@ import numpy as np
 from tensoropt.graph import Tensor
 
 __all__ = ["ModelSpec", "ModelEntry", "register", "build", "names", "describe", "get_entry",
-           "IntRange"]
+           "IntRange", "UnknownModelError"]
+
+
+class UnknownModelError(ValueError, KeyError):
+    """An unknown model name, preset or size parameter. A ValueError (bad user input), and
+    also a KeyError, so that callers that look presets up as keys can catch it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -103,15 +111,15 @@ class ModelEntry:
         """The full parameter set for ``size`` with ``overrides`` applied.
 
         Raises:
-            ValueError: for an unknown preset or an unknown parameter name.
+            UnknownModelError: (a ValueError) for an unknown preset or parameter name.
         """
         if size not in self.presets:
-            raise ValueError(f"model {self.name!r} has no size {size!r}; "
+            raise UnknownModelError(f"model {self.name!r} has no size {size!r}; "
                              f"choose one of {sorted(self.presets)}")
         params = self.parameters()
         unknown = sorted(set(overrides) - set(params))
         if unknown:
-            raise ValueError(f"model {self.name!r} has no size parameter(s) {unknown}; "
+            raise UnknownModelError(f"model {self.name!r} has no size parameter(s) {unknown}; "
                              f"its parameters are {sorted(params)}")
         params.update(self.presets[size])
         params.update(overrides)
@@ -153,12 +161,13 @@ def get_entry(name: str) -> ModelEntry:
     """The registry entry for ``name``.
 
     Raises:
-        ValueError: for an unknown model name (the message lists the known ones).
+        UnknownModelError: (a ValueError) for an unknown model name; the message lists the
+            known ones.
     """
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(names())}") from None
+        raise UnknownModelError(f"unknown model {name!r}; known models: {', '.join(names())}") from None
 
 
 def names() -> list[str]:
@@ -178,6 +187,10 @@ def build(name: str, size: str = "tiny", **overrides: Any) -> ModelSpec:
 
     Returns:
         The model's ModelSpec; ``spec.params`` holds the parameters used.
+
+    Raises:
+        UnknownModelError: (a ValueError and a KeyError) for an unknown name, size or
+            parameter.
     """
     entry = get_entry(name)
     return entry.fn(**entry.resolve(size, overrides))

@@ -111,7 +111,7 @@ def inception_v3_body(images: Tensor, width: float) -> Tensor:
 
 @register("inception_v3", presets={
     "paper": dict(batch=128, image=299, width=1.0, classes=1000),
-    "tiny": dict(batch=4, image=75, width=0.0625, classes=8),
+    "tiny": dict(batch=4, image=107, width=0.0625, classes=8),  # last modules at 2x2
 })
 def inception_v3(batch: int = 128, image: int = 299, width: float = 1.0, classes: int = 1000,
                  optimizer: str = "adam", learning_rate: float = 1e-3) -> ModelSpec:

@@ -74,6 +74,23 @@ def test_bad_requests_raise_value_errors_that_say_what_is_valid(call, words):
         assert w in str(info.value)
 
 
+def test_unknown_size_is_also_a_key_error_for_callers_that_skip_missing_presets():
+    with pytest.raises(KeyError):
+        models.build("alexnet", size="small")
+    with pytest.raises(ValueError, match="no size 'small'"):
+        models.build("alexnet", size="small")
+
+
+def test_cli_models_table_lists_every_model(capsys):
+    cli = pytest.importorskip("tensoropt.cli")
+    for size in ("paper", "small"):
+        assert cli.main(["models", "--json", "--size", size]) == 0
+        import json
+        rows = json.loads(capsys.readouterr().out)
+        expected = [n for n in models.names() if size in models.get_entry(n).presets]
+        assert [r["model"] for r in rows] == expected
+
+
 def test_describe_states_the_chosen_widths():
     text = models.describe("paper_transformer")
     assert "d_model 2048" in text and "d_ff 8192" in text and "20 encoder" in text
