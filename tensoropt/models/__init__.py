@@ -8,6 +8,18 @@ PaSE's benchmark shapes) and "tiny" (trains a step in well under a second on CPU
 Parameter sizes are stated in GiB (2**30 bytes): the papers' "GB" figures match GiB
 (VGG16's 138.4M float32 parameters are 0.515 GiB against Table 1's 0.52).
 
+Models (one module per family):
+
+- TensorOpt Table 1 at batch 256: ``paper_rnn`` (lstm.py), ``paper_wide_resnet``
+  (resnet.py), ``paper_transformer`` and Table 4's ``paper_transformer_s``
+  (transformer.py), ``paper_vgg16`` (vgg.py). Their docstrings state the chosen widths.
+- PaSE's benchmarks: ``alexnet`` (128), ``inception_v3`` (128), ``resnet101`` (128),
+  ``rnnlm`` (64), ``pase_transformer`` (64).
+- Small families for tiny runs: ``mlp``, ``cnn``, ``transformer`` (encoder only), ``lstm``.
+
+``tensoropt.models.summary.summarize()`` gives each model's op count, parameter and
+saved-activation bytes.
+
 Usage::
 
     import tensoropt as to
