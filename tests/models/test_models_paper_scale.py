@@ -18,13 +18,6 @@ from tensoropt.stats import graph_stats
 GIB = 2 ** 30
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    to.reset_default_graph()
-    yield
-    to.reset_default_graph()
-
-
 def build(name, **overrides):
     spec = models.build(name, size="paper", **overrides)
     graph = to.get_default_graph()

@@ -13,13 +13,6 @@ REQUIRED = {"paper_rnn", "paper_wide_resnet", "paper_transformer", "paper_transf
             "mlp", "cnn", "transformer", "lstm"}
 
 
-@pytest.fixture(autouse=True)
-def fresh_graph():
-    to.reset_default_graph()
-    yield
-    to.reset_default_graph()
-
-
 def test_names_lists_every_required_model_sorted():
     names = models.names()
     assert REQUIRED <= set(names), REQUIRED - set(names)
