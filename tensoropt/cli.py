@@ -27,10 +27,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for name in models.names():
         to.reset_default_graph()
         start = time.perf_counter()
-        try:
-            models.build(name, size=args.size)
-        except KeyError:
+        if args.size not in models.get_entry(name).presets:
             continue  # the model has no preset of that size
+        models.build(name, size=args.size)
         stats = graph_stats(to.get_default_graph())
         rows.append({"model": name, "size": args.size, "ops": stats.ops, "compute_ops": stats.compute_ops,
                      "param_count": stats.param_count, "param_bytes": stats.param_bytes,
@@ -41,10 +40,10 @@ def _cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     gib = 2.0 ** 30
-    print(f"{'model':<22}{'ops':>7}{'params':>14}{'param GiB':>11}{'saved act GiB':>15}"
+    print(f"{'model':<22}{'ops':>7} {'params':>16}{'param GiB':>11}{'saved act GiB':>15}"
           f"{'1-device GiB':>14}{'TFLOP/iter':>12}")
     for r in rows:
-        print(f"{r['model']:<22}{r['ops']:>7}{r['param_count']:>14,}{r['param_bytes'] / gib:>11.3f}"
+        print(f"{r['model']:<22}{r['ops']:>7} {r['param_count']:>16,}{r['param_bytes'] / gib:>11.3f}"
               f"{r['saved_activation_bytes'] / gib:>15.3f}{r['single_device_bytes'] / gib:>14.3f}"
               f"{r['flops'] / 1e12:>12.2f}")
     return 0

@@ -235,6 +235,9 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     lowered = lower_graph(graph, tf, sharding)
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=int(os.environ.get("TENSOROPT_THREADS", 0)),
                                       inter_op_parallelism_threads=1)
+    # Grappler's rewrites cost seconds per graph and change nothing TensorOpt relies on;
+    # the plan already fixed what runs where.
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
     session = tf.compat.v1.Session(graph=lowered.tf_graph, config=config)
     session.run(lowered.init_op)
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
