@@ -14,7 +14,9 @@ def run_mpi(n: int, script: str, *args: str, timeout: float = 300) -> subprocess
     """Runs ``python script args`` on ``n`` ranks; fails the test with the output on error."""
     if MPIRUN is None:
         pytest.skip("mpirun is not installed; run `make setup` (it installs Open MPI)")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", OMPI_MCA_rmaps_base_oversubscribe="1")
+    # A short horovod cycle: these tests chain hundreds of small collectives.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", OMPI_MCA_rmaps_base_oversubscribe="1",
+               HOROVOD_CYCLE_TIME="0.2")
     cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(n), sys.executable, script, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:

@@ -168,7 +168,7 @@ def main(out_path, names):
                     "loss_rel": rel(losses, ref_losses),
                     "param_rel": max(rel(params[k], ref_params[k]) for k in ref_params),
                     "losses": [float(v) for v in losses], "reference": [float(v) for v in ref_losses],
-                    "steps": sorted({e["forward"] for e in plan.edges}),
+                    "step_kinds": sorted({st["kind"] for e in plan.edges for st in e["forward_steps"]}),
                     "reuse": sorted({e["reuse"] for e in plan.edges}),
                     "collectives": counts,
                     "expected_collectives": expected_collectives(graph, plan),
