@@ -1,0 +1,279 @@
+"""``tensoropt calibrate``: measure this job's collectives and compute, write a profile.
+
+Run under ``mpirun -np N``. For every partitioning scheme ``(group_size, stride)`` of the N
+ranks (every mesh-axis group of every device mesh, see ``process_sets``) and each
+collective in ``collectives.COLLECTIVES``, it times sizes ``2^i`` bytes from ``min_bytes``
+to ``max_bytes`` with *all* groups of the scheme running at once (so contention between
+groups is measured, as in training). One sample: barrier, then ``inner`` back-to-back
+calls, divided by ``inner``; the sample of a repeat is the slowest rank's; a size's time is
+the median over ``repeats``. Repeats run in rounds that visit every (collective, scheme,
+size) once, so slow phases of a shared machine spread over all points instead of
+spoiling a few. It also times a float32 matmul on every rank at once (the ``local``
+cluster's peak FLOP/s). Rank 0 writes the versioned JSON profile that
+``collectives.ProfiledCollectives`` and ``cluster.get_cluster("local")`` read.
+
+Usage::
+
+    mpirun -np 4 python -m tensoropt.calibrate --out profiles/local.json --max-bytes 16777216
+    # or, in Python under mpirun:
+    from tensoropt.calibrate import calibrate
+    profile = calibrate("profiles/local.json", max_bytes=2**20, repeats=10)
+
+The collectives run inside ``tf.function`` on static horovod process sets registered at
+``hvd.init`` (HOROVOD.md); every rank issues them in the same order, and the job ends
+with a barrier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import socket
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from tensoropt.cluster import DEFAULT_PROFILE_PATH
+from tensoropt.collectives import COLLECTIVES, CalibrationProfile
+from tensoropt.process_sets import partition_schemes, register_process_sets, scheme_groups
+
+__all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
+
+_FLOAT_BYTES = 4
+
+
+def default_sizes(min_bytes: int, max_bytes: int) -> list[int]:
+    """Powers of two from ``min_bytes`` (rounded up to one) to ``max_bytes`` inclusive."""
+    if min_bytes < 1 or max_bytes < min_bytes:
+        raise ValueError(f"calibrate: need 1 <= min_bytes <= max_bytes, got {min_bytes}, {max_bytes}")
+    i = int(np.ceil(np.log2(min_bytes)))
+    out = []
+    while 2 ** i <= max_bytes:
+        out.append(2 ** i)
+        i += 1
+    return out
+
+
+class Calibrator:
+    """This process's share of a calibration: horovod, process sets, timed collectives.
+
+    Args:
+        comm: an mpi4py communicator (default ``MPI.COMM_WORLD``).
+        process_sets: map group tuple -> ``hvd.ProcessSet`` when horovod is already
+            initialized with them (``process_sets.register_process_sets``); by default this
+            initializes horovod itself.
+        intra_threads: TensorFlow intra-op threads (default: cores / ranks on this machine).
+    """
+
+    def __init__(self, comm: Any = None, process_sets: dict | None = None,
+                 intra_threads: int | None = None) -> None:
+        from mpi4py import MPI  # noqa: PLC0415
+
+        from tensoropt._tf import import_tensorflow  # noqa: PLC0415
+
+        self.comm = comm or MPI.COMM_WORLD
+        self.MPI = MPI
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.hostnames = list(self.comm.allgather(socket.gethostname()))
+        self.local_ranks = self.hostnames.count(self.hostnames[self.rank])
+        self.tf = tf = import_tensorflow()
+        if intra_threads is None:
+            intra_threads = max(1, (os.cpu_count() or 1) // self.local_ranks)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(intra_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TensorFlow already started: keep its settings
+            pass
+        import horovod.tensorflow as hvd  # noqa: PLC0415
+
+        self.hvd = hvd
+        if process_sets is None:
+            if hvd.is_initialized():
+                raise ValueError("Calibrator: horovod is already initialized; pass process_sets= the map "
+                                 "returned by tensoropt.process_sets.register_process_sets")
+            process_sets = register_process_sets(hvd, self.comm)
+        self.process_sets = process_sets
+        self._fns: dict[tuple[str, int, int], Any] = {}
+
+    # ---- one collective ----------------------------------------------------------------
+
+    def _my_group(self, group_size: int, stride: int) -> tuple[int, ...]:
+        for grp in scheme_groups(self.size, group_size, stride):
+            if self.rank in grp:
+                return grp
+        raise AssertionError("every rank is in one group of a scheme")
+
+    def _fn(self, collective: str, group_size: int, stride: int):
+        key = (collective, group_size, stride)
+        if key not in self._fns:
+            tf, hvd = self.tf, self.hvd
+            group = self._my_group(group_size, stride)
+            if group not in self.process_sets:
+                raise ValueError(f"Calibrator: no process set for group {group}; register them with "
+                                 "tensoropt.process_sets.register_process_sets")
+            ps = self.process_sets[group]
+            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}"
+
+            @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+            def fn(x):
+                if collective == "allreduce":
+                    y = hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=name)
+                elif collective == "allgather":
+                    y = hvd.allgather(x, process_set=ps, name=name)
+                elif collective == "reducescatter":
+                    y = hvd.reducescatter(x, op=hvd.Sum, process_set=ps, name=name)
+                else:
+                    y = hvd.alltoall(x, process_set=ps, name=name)
+                return tf.reduce_sum(y[:1])
+
+            self._fns[key] = fn
+        return self._fns[key]
+
+    def _input(self, collective: str, nbytes: int, group_size: int):
+        """This rank's input for ``nbytes`` in the ``collectives`` module's convention."""
+        elems = nbytes // _FLOAT_BYTES
+        if collective == "allgather":
+            elems //= group_size
+        unit = group_size if collective in ("reducescatter", "alltoall") else 1
+        if elems < 1 or elems % unit or (collective == "allgather" and nbytes % (group_size * _FLOAT_BYTES)):
+            raise ValueError(f"calibrate: {nbytes} bytes cannot be split into float32 pieces for a "
+                             f"{collective} in groups of {group_size}; use sizes that are multiples of "
+                             f"{_FLOAT_BYTES * group_size} bytes")
+        return self.tf.ones([elems], self.tf.float32)
+
+    def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
+                warmup: int = 2) -> dict[tuple[str, int, int, int], float]:
+        """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
+
+        Returns:
+            task -> median over repeats of the slowest rank's seconds per call (same on all ranks).
+        """
+        if repeats < 1 or inner < 1:
+            raise ValueError(f"calibrate: repeats and inner must be >= 1, got {repeats}, {inner}")
+        inputs = {t: self._input(t[0], t[3], t[1]) for t in tasks}
+        for t in tasks:  # trace, and let horovod negotiate each tensor once
+            fn = self._fn(*t[:3])
+            for _ in range(warmup):
+                fn(inputs[t]).numpy()
+        samples = np.zeros((repeats, len(tasks)))
+        barrier = self.comm.Barrier
+        for r in range(repeats):
+            for j, t in enumerate(tasks):
+                fn, x = self._fn(*t[:3]), inputs[t]
+                barrier()
+                start = time.perf_counter()
+                for _ in range(inner):
+                    fn(x).numpy()
+                samples[r, j] = (time.perf_counter() - start) / inner
+        slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
+        med = np.median(slowest, axis=0)
+        return {t: float(m) for t, m in zip(tasks, med)}
+
+    def measure_matmul(self, n: int = 512, repeats: int = 10) -> float:
+        """FLOP/s of an ``n x n`` float32 matmul, every rank at once (median of the slowest rank)."""
+        tf = self.tf
+        a = tf.random.stateless_normal([n, n], seed=[1, 2])
+
+        @tf.function
+        def mm(x):
+            return tf.reduce_sum(tf.matmul(x, x)[:1, :1])
+
+        mm(a).numpy()
+        ts = []
+        for _ in range(repeats):
+            self.comm.Barrier()
+            start = time.perf_counter()
+            mm(a).numpy()
+            ts.append(time.perf_counter() - start)
+        slowest = np.max(np.array(self.comm.allgather(ts)), axis=0)
+        return float(2 * n ** 3 / np.median(slowest))
+
+    def tasks(self, sizes: Sequence[int], collectives: Sequence[str] = COLLECTIVES
+              ) -> list[tuple[str, int, int, int]]:
+        """Every (collective, group_size, stride, nbytes) of this world's schemes."""
+        return [(c, g, s, b) for g, s in partition_schemes(self.size) for c in collectives for b in sizes]
+
+    def calibrate(self, out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
+                  repeats: int = 10, min_bytes: int | None = None, inner: int = 1) -> CalibrationProfile:
+        """Measures every scheme and collective at sizes 2^i; rank 0 writes ``out_path``.
+
+        Returns:
+            The profile (on every rank).
+        """
+        from tensoropt import __version__  # noqa: PLC0415
+
+        if min_bytes is None:
+            min_bytes = _FLOAT_BYTES * self.size
+        sizes = default_sizes(min_bytes, max_bytes)
+        started = time.time()
+        results = self.measure(self.tasks(sizes), repeats=repeats, inner=inner) if self.size > 1 else {}
+        flops = self.measure_matmul()
+        machines = len(set(self.hostnames))
+        dpm = max(self.hostnames.count(h) for h in set(self.hostnames))
+        try:
+            phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            phys = 16 * 2**30
+        order = list(dict.fromkeys(self.hostnames))
+        blockwise = all(order.index(h) == r // dpm for r, h in enumerate(self.hostnames))
+        profile = CalibrationProfile(
+            world_size=self.size, hostnames=self.hostnames, machines=machines, devices_per_machine=dpm,
+            measurements=[{"collective": c, "group_size": g, "stride": s, "bytes": b, "seconds": t}
+                          for (c, g, s, b), t in results.items()],
+            peak_flops=flops, memory_bytes_per_device=float(phys // self.local_ranks),
+            tensoropt_version=__version__,
+            extra={"compute": {"matmul_n": 512, "note": "float32 matmul, all ranks at once"},
+                   "repeats": repeats, "inner": inner, "statistic": "median over repeats of the slowest rank",
+                   "ranks_blockwise_by_machine": blockwise,
+                   "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "calibration_seconds": round(time.time() - started, 3)})
+        if self.rank == 0 and out_path is not None:
+            profile.save(out_path)
+        self.comm.Barrier()
+        return profile
+
+    def finish(self) -> None:
+        """The final barrier every job ends with (HOROVOD.md: shutdown race)."""
+        self.comm.Barrier()
+
+
+def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
+              repeats: int = 10, min_bytes: int | None = None, inner: int = 1) -> CalibrationProfile:
+    """Runs a whole calibration in this MPI job (see :class:`Calibrator`) and ends with a barrier."""
+    cal = Calibrator()
+    profile = cal.calibrate(out_path, max_bytes=max_bytes, repeats=repeats, min_bytes=min_bytes, inner=inner)
+    cal.finish()
+    return profile
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K]``."""
+    p = argparse.ArgumentParser(prog="tensoropt calibrate",
+                                description="Measure collective bandwidth per partitioning scheme and matmul "
+                                            "FLOP/s; run under mpirun -np N.")
+    p.add_argument("--out", default=DEFAULT_PROFILE_PATH, help=f"profile to write (default {DEFAULT_PROFILE_PATH})")
+    p.add_argument("--max-bytes", type=int, default=2**24, help="largest size, bytes (default 2^24)")
+    p.add_argument("--min-bytes", type=int, default=None, help="smallest size, bytes (default 4 x ranks)")
+    p.add_argument("--repeats", type=int, default=10, help="samples per size; the median is kept (default 10)")
+    p.add_argument("--inner", type=int, default=1, help="back-to-back calls per sample (default 1)")
+    args = p.parse_args(argv)
+    if args.max_bytes < 1 or args.repeats < 1:
+        p.error("--max-bytes and --repeats must be positive")
+    profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
+                        inner=args.inner)
+    from mpi4py import MPI  # noqa: PLC0415
+
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        n = profile.world_size
+        print(f"calibrate: {n} rank(s) on {profile.machines} machine(s), {len(profile.measurements)} "
+              f"measurements, matmul {profile.peak_flops / 1e9:.1f} GFLOP/s per rank; wrote {args.out}")
+        if n == 1:
+            print("calibrate: one rank measures no collective; run under mpirun -np N", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
