@@ -43,6 +43,11 @@ from tensoropt.process_sets import partition_schemes, register_process_sets, sch
 __all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
 
 _FLOAT_BYTES = 4
+STATISTICS = {
+    "median": lambda a: np.median(a, axis=0),
+    "p25": lambda a: np.percentile(a, 25, axis=0),
+    "min": lambda a: np.min(a, axis=0),
+}
 
 
 def default_sizes(min_bytes: int, max_bytes: int) -> list[int]:
@@ -96,7 +101,7 @@ class Calibrator:
                                  "returned by tensoropt.process_sets.register_process_sets")
             process_sets = register_process_sets(hvd, self.comm)
         self.process_sets = process_sets
-        self._fns: dict[tuple[str, int, int], Any] = {}
+        self._fns: dict[tuple[str, int, int, int], Any] = {}
 
     # ---- one collective ----------------------------------------------------------------
 
@@ -106,8 +111,13 @@ class Calibrator:
                 return grp
         raise AssertionError("every rank is in one group of a scheme")
 
-    def _fn(self, collective: str, group_size: int, stride: int):
-        key = (collective, group_size, stride)
+    def _fn(self, collective: str, group_size: int, stride: int, nbytes: int):
+        """A traced collective for one size, named by size.
+
+        Horovod caches a collective's negotiation by name; one name per size keeps every
+        call a cache hit after warm-up, as a training step that repeats its collectives.
+        """
+        key = (collective, group_size, stride, nbytes)
         if key not in self._fns:
             tf, hvd = self.tf, self.hvd
             group = self._my_group(group_size, stride)
@@ -115,9 +125,10 @@ class Calibrator:
                 raise ValueError(f"Calibrator: no process set for group {group}; register them with "
                                  "tensoropt.process_sets.register_process_sets")
             ps = self.process_sets[group]
-            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}"
+            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B"
+            x = self._input(collective, nbytes, group_size)
 
-            @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+            @tf.function(input_signature=[tf.TensorSpec(x.shape, tf.float32)])
             def fn(x):
                 if collective == "allreduce":
                     y = hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=name)
@@ -129,7 +140,7 @@ class Calibrator:
                     y = hvd.alltoall(x, process_set=ps, name=name)
                 return tf.reduce_sum(y[:1])
 
-            self._fns[key] = fn
+            self._fns[key] = (fn, x)
         return self._fns[key]
 
     def _input(self, collective: str, nbytes: int, group_size: int):
@@ -145,32 +156,43 @@ class Calibrator:
         return self.tf.ones([elems], self.tf.float32)
 
     def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
-                warmup: int = 2) -> dict[tuple[str, int, int, int], float]:
+                warmup: int = 2, statistic: str = "median") -> dict[tuple[str, int, int, int], float]:
         """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
 
+        Every rank must pass the same tasks. ``last_samples`` keeps the raw samples (the
+        slowest rank's seconds per call, one per repeat) of each task.
+
         Returns:
-            task -> median over repeats of the slowest rank's seconds per call (same on all ranks).
+            task -> ``statistic`` (median, p25 or min) over repeats of the slowest rank's
+            seconds per call (the same on all ranks).
         """
         if repeats < 1 or inner < 1:
             raise ValueError(f"calibrate: repeats and inner must be >= 1, got {repeats}, {inner}")
-        inputs = {t: self._input(t[0], t[3], t[1]) for t in tasks}
-        for t in tasks:  # trace, and let horovod negotiate each tensor once
-            fn = self._fn(*t[:3])
-            for _ in range(warmup):
-                fn(inputs[t]).numpy()
+        if statistic not in STATISTICS:
+            raise ValueError(f"calibrate: statistic must be one of {list(STATISTICS)}, got {statistic!r}")
+        logger = self.tf.get_logger()
+        level = logger.level
+        logger.setLevel("ERROR")  # one traced function per size is intended: no retracing warnings
+        try:
+            calls = [self._fn(*t) for t in tasks]
+            for fn, x in calls:  # trace, and let horovod negotiate (and cache) each tensor once
+                for _ in range(warmup):
+                    fn(x).numpy()
+        finally:
+            logger.setLevel(level)
         samples = np.zeros((repeats, len(tasks)))
         barrier = self.comm.Barrier
         for r in range(repeats):
-            for j, t in enumerate(tasks):
-                fn, x = self._fn(*t[:3]), inputs[t]
+            for j, (fn, x) in enumerate(calls):
                 barrier()
                 start = time.perf_counter()
                 for _ in range(inner):
                     fn(x).numpy()
                 samples[r, j] = (time.perf_counter() - start) / inner
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
-        med = np.median(slowest, axis=0)
-        return {t: float(m) for t, m in zip(tasks, med)}
+        self.last_samples = {t: slowest[:, j].tolist() for j, t in enumerate(tasks)}
+        stat = STATISTICS[statistic](slowest)
+        return {t: float(m) for t, m in zip(tasks, stat)}
 
     def measure_matmul(self, n: int = 512, repeats: int = 10) -> float:
         """FLOP/s of an ``n x n`` float32 matmul, every rank at once (median of the slowest rank)."""
@@ -197,19 +219,32 @@ class Calibrator:
         return [(c, g, s, b) for g, s in partition_schemes(self.size) for c in collectives for b in sizes]
 
     def calibrate(self, out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
-                  repeats: int = 10, min_bytes: int | None = None, inner: int = 1) -> CalibrationProfile:
+                  repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
+                  statistic: str = "median") -> CalibrationProfile:
         """Measures every scheme and collective at sizes 2^i; rank 0 writes ``out_path``.
 
         Returns:
             The profile (on every rank).
         """
-        from tensoropt import __version__  # noqa: PLC0415
-
+        started = time.time()
         if min_bytes is None:
             min_bytes = _FLOAT_BYTES * self.size
         sizes = default_sizes(min_bytes, max_bytes)
-        started = time.time()
-        results = self.measure(self.tasks(sizes), repeats=repeats, inner=inner) if self.size > 1 else {}
+        results = (self.measure(self.tasks(sizes), repeats=repeats, inner=inner, statistic=statistic)
+                   if self.size > 1 else {})
+        profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
+                                     started=started)
+        if self.rank == 0 and out_path is not None:
+            profile.save(out_path)
+        self.comm.Barrier()
+        return profile
+
+    def build_profile(self, results: dict[tuple[str, int, int, int], float], repeats: int, inner: int = 1,
+                      statistic: str = "median", started: float | None = None) -> CalibrationProfile:
+        """The profile of ``measure``'s results, with this job's shape, memory and matmul rate."""
+        from tensoropt import __version__  # noqa: PLC0415
+
+        started = time.time() if started is None else started
         flops = self.measure_matmul()
         machines = len(set(self.hostnames))
         dpm = max(self.hostnames.count(h) for h in set(self.hostnames))
@@ -219,21 +254,17 @@ class Calibrator:
             phys = 16 * 2**30
         order = list(dict.fromkeys(self.hostnames))
         blockwise = all(order.index(h) == r // dpm for r, h in enumerate(self.hostnames))
-        profile = CalibrationProfile(
+        return CalibrationProfile(
             world_size=self.size, hostnames=self.hostnames, machines=machines, devices_per_machine=dpm,
             measurements=[{"collective": c, "group_size": g, "stride": s, "bytes": b, "seconds": t}
-                          for (c, g, s, b), t in results.items()],
+                          for (c, g, s, b), t in sorted(results.items())],
             peak_flops=flops, memory_bytes_per_device=float(phys // self.local_ranks),
             tensoropt_version=__version__,
             extra={"compute": {"matmul_n": 512, "note": "float32 matmul, all ranks at once"},
-                   "repeats": repeats, "inner": inner, "statistic": "median over repeats of the slowest rank",
+                   "repeats": repeats, "inner": inner, "statistic": f"{statistic} over repeats of the slowest rank",
                    "ranks_blockwise_by_machine": blockwise,
                    "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "calibration_seconds": round(time.time() - started, 3)})
-        if self.rank == 0 and out_path is not None:
-            profile.save(out_path)
-        self.comm.Barrier()
-        return profile
 
     def finish(self) -> None:
         """The final barrier every job ends with (HOROVOD.md: shutdown race)."""
@@ -241,16 +272,18 @@ class Calibrator:
 
 
 def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
-              repeats: int = 10, min_bytes: int | None = None, inner: int = 1) -> CalibrationProfile:
+              repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
+              statistic: str = "median") -> CalibrationProfile:
     """Runs a whole calibration in this MPI job (see :class:`Calibrator`) and ends with a barrier."""
     cal = Calibrator()
-    profile = cal.calibrate(out_path, max_bytes=max_bytes, repeats=repeats, min_bytes=min_bytes, inner=inner)
+    profile = cal.calibrate(out_path, max_bytes=max_bytes, repeats=repeats, min_bytes=min_bytes, inner=inner,
+                            statistic=statistic)
     cal.finish()
     return profile
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K]``."""
+    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--statistic S]``."""
     p = argparse.ArgumentParser(prog="tensoropt calibrate",
                                 description="Measure collective bandwidth per partitioning scheme and matmul "
                                             "FLOP/s; run under mpirun -np N.")
@@ -259,11 +292,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--min-bytes", type=int, default=None, help="smallest size, bytes (default 4 x ranks)")
     p.add_argument("--repeats", type=int, default=10, help="samples per size; the median is kept (default 10)")
     p.add_argument("--inner", type=int, default=1, help="back-to-back calls per sample (default 1)")
+    p.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
+                   help="how repeats combine: median (default); p25 or min resist load from other jobs")
     args = p.parse_args(argv)
     if args.max_bytes < 1 or args.repeats < 1:
         p.error("--max-bytes and --repeats must be positive")
     profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
-                        inner=args.inner)
+                        inner=args.inner, statistic=args.statistic)
     from mpi4py import MPI  # noqa: PLC0415
 
     if MPI.COMM_WORLD.Get_rank() == 0:
