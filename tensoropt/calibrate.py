@@ -19,7 +19,7 @@ Usage::
     from tensoropt.calibrate import calibrate
     profile = calibrate("profiles/local.json", max_bytes=2**20, repeats=10)
 
-The collectives run inside ``tf.function`` on static horovod process sets registered at
+The collectives run in a TensorFlow graph (graph mode) on static horovod process sets registered at
 ``hvd.init`` (HOROVOD.md); every rank issues them in the same order, and the job ends
 with a barrier.
 """
@@ -101,7 +101,12 @@ class Calibrator:
                                  "returned by tensoropt.process_sets.register_process_sets")
             process_sets = register_process_sets(hvd, self.comm)
         self.process_sets = process_sets
+        self.intra_threads = intra_threads
+        self._graph: Any = None
+        self._session: Any = None
         self._fns: dict[tuple[str, int, int, int], Any] = {}
+        self.last_samples: dict[tuple[str, int, int, int], list[float]] = {}
+        self.last_timing: dict[str, float] = {}
 
     # ---- one collective ----------------------------------------------------------------
 
@@ -112,10 +117,12 @@ class Calibrator:
         raise AssertionError("every rank is in one group of a scheme")
 
     def _fn(self, collective: str, group_size: int, stride: int, nbytes: int):
-        """A traced collective for one size, named by size.
+        """A callable that runs one collective of one size on this rank's group, and waits.
 
-        Horovod caches a collective's negotiation by name; one name per size keeps every
-        call a cache hit after warm-up, as a training step that repeats its collectives.
+        The collectives live in one TensorFlow graph run by a session (graph mode: adding
+        hundreds of them costs far less than tracing as many ``tf.function``s). Each size has
+        its own op name: horovod caches a collective's negotiation by name, so after warm-up
+        every call is a cache hit, as in a training step that repeats its collectives.
         """
         key = (collective, group_size, stride, nbytes)
         if key not in self._fns:
@@ -126,10 +133,11 @@ class Calibrator:
                                  "tensoropt.process_sets.register_process_sets")
             ps = self.process_sets[group]
             name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B"
-            x = self._input(collective, nbytes, group_size)
-
-            @tf.function(input_signature=[tf.TensorSpec(x.shape, tf.float32)])
-            def fn(x):
+            elems = self._elems(collective, nbytes, group_size)
+            if self._graph is None:
+                self._graph = tf.Graph()
+            with self._graph.as_default():
+                x = tf.ones([elems], tf.float32)
                 if collective == "allreduce":
                     y = hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=name)
                 elif collective == "allgather":
@@ -138,25 +146,33 @@ class Calibrator:
                     y = hvd.reducescatter(x, op=hvd.Sum, process_set=ps, name=name)
                 else:
                     y = hvd.alltoall(x, process_set=ps, name=name)
-                return tf.reduce_sum(y[:1])
-
-            self._fns[key] = (fn, x)
+                out = tf.reduce_sum(y[:1])
+            if self._session is None:
+                config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.intra_threads,
+                                                  inter_op_parallelism_threads=1)
+                # every new fetch builds an executor: skip grappler, which has nothing to do here
+                config.graph_options.rewrite_options.disable_meta_optimizer = True
+                self._session = tf.compat.v1.Session(graph=self._graph, config=config)
+            run = self._session.run
+            self._fns[key] = lambda: run(out)
         return self._fns[key]
 
-    def _input(self, collective: str, nbytes: int, group_size: int):
-        """This rank's input for ``nbytes`` in the ``collectives`` module's convention."""
+    @staticmethod
+    def _elems(collective: str, nbytes: int, group_size: int) -> int:
+        """float32 elements of this rank's input for ``nbytes`` in ``collectives``' convention."""
         elems = nbytes // _FLOAT_BYTES
         if collective == "allgather":
             elems //= group_size
         unit = group_size if collective in ("reducescatter", "alltoall") else 1
-        if elems < 1 or elems % unit or (collective == "allgather" and nbytes % (group_size * _FLOAT_BYTES)):
+        if (elems < 1 or elems % unit or nbytes % _FLOAT_BYTES
+                or (collective == "allgather" and nbytes % (group_size * _FLOAT_BYTES))):
             raise ValueError(f"calibrate: {nbytes} bytes cannot be split into float32 pieces for a "
                              f"{collective} in groups of {group_size}; use sizes that are multiples of "
                              f"{_FLOAT_BYTES * group_size} bytes")
-        return self.tf.ones([elems], self.tf.float32)
+        return elems
 
     def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
-                warmup: int = 2, statistic: str = "median") -> dict[tuple[str, int, int, int], float]:
+                warmup: int = 1, statistic: str = "median") -> dict[tuple[str, int, int, int], float]:
         """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
 
         Every rank must pass the same tasks. ``last_samples`` keeps the raw samples (the
@@ -170,25 +186,34 @@ class Calibrator:
             raise ValueError(f"calibrate: repeats and inner must be >= 1, got {repeats}, {inner}")
         if statistic not in STATISTICS:
             raise ValueError(f"calibrate: statistic must be one of {list(STATISTICS)}, got {statistic!r}")
+        capacity = int(os.environ.get("HOROVOD_CACHE_CAPACITY", "1024"))
+        if len(tasks) > capacity and self.rank == 0:
+            print(f"calibrate: {len(tasks)} timed collectives exceed horovod's response cache "
+                  f"({capacity}); calls will renegotiate and time slower than in training: set "
+                  f"HOROVOD_CACHE_CAPACITY={len(tasks)} or measure fewer sizes", file=sys.stderr)
+        started = time.perf_counter()
         logger = self.tf.get_logger()
         level = logger.level
-        logger.setLevel("ERROR")  # one traced function per size is intended: no retracing warnings
+        logger.setLevel("ERROR")  # horovod's graph-mode notices
         try:
             calls = [self._fn(*t) for t in tasks]
-            for fn, x in calls:  # trace, and let horovod negotiate (and cache) each tensor once
+            for call in calls:  # let horovod negotiate (and cache) each tensor once
                 for _ in range(warmup):
-                    fn(x).numpy()
+                    call()
         finally:
             logger.setLevel(level)
+        warmed = time.perf_counter()
         samples = np.zeros((repeats, len(tasks)))
         barrier = self.comm.Barrier
         for r in range(repeats):
-            for j, (fn, x) in enumerate(calls):
+            for j, call in enumerate(calls):
                 barrier()
                 start = time.perf_counter()
                 for _ in range(inner):
-                    fn(x).numpy()
+                    call()
                 samples[r, j] = (time.perf_counter() - start) / inner
+        self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
+                            "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
         self.last_samples = {t: slowest[:, j].tolist() for j, t in enumerate(tasks)}
         stat = STATISTICS[statistic](slowest)
@@ -267,8 +292,11 @@ class Calibrator:
                    "calibration_seconds": round(time.time() - started, 3)})
 
     def finish(self) -> None:
-        """The final barrier every job ends with (HOROVOD.md: shutdown race)."""
+        """The final barrier every job ends with (HOROVOD.md: shutdown race); closes the session."""
         self.comm.Barrier()
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
 
 def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,

@@ -56,7 +56,7 @@ def main() -> None:
             json.dump({"world_size": profile.world_size, "repeats": repeats, "mode": mode,
                        "startup_s": round(ready - started, 2),
                        "calibrate_s": round(calibrated - ready, 2),
-                       "fresh_s": round(time.time() - calibrated, 2),
+                       "fresh_s": round(time.time() - calibrated, 2), **cal.last_timing,
                        "measurements": [{"collective": c, "group_size": g, "stride": s, "bytes": n,
                                          "seconds": t} for (c, g, s, n), t in fresh.items()]}, f, indent=1)
     cal.finish()

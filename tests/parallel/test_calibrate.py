@@ -2,17 +2,17 @@
 
 One launch (``calibrate_check.py``) calibrates every partitioning scheme of 4 ranks and
 every collective at sizes 2^i (16 B .. 1 MiB) and measures held-out sizes 3 * 2^i; here
-``ProfiledCollectives`` predicts the held-out sizes from the profile alone and the errors
-are printed. The held-out sizes share the calibration's measurement rounds (MODE
-``interleaved``), so that load from other jobs on a shared machine reaches both alike;
-repeats combine by their 25th percentile, which resists that load (the median is
-printed too).
+``ProfiledCollectives`` predicts the held-out sizes from the profile alone, and the
+errors are printed. The held-out sizes share the calibration's measurement rounds (MODE
+``interleaved``), so that load from other jobs on a shared machine reaches both alike.
+Repeats combine by their median, as ``tensoropt calibrate`` does by default (the 25th
+percentile is printed too).
 
 What is asserted: the median |error| over all held-out points, and per collective, is
-within 25%. On this 2-core machine shared with other jobs, single points are not: every
-size here is latency-bound (~2-5 ms, horovod's negotiation cycle and process
-scheduling), and the noise of one point is as large at 1 MiB as at 48 B, so no size
-range can be singled out where every point meets 25%.
+within 25%, and at least three quarters of the points are each within 25%. Not every
+single point: on this 2-core machine shared with other jobs (load average 10-16 seen),
+every size here is latency-bound (~0.1-0.2 ms) and the noise of one point is as large at
+768 KiB as at 48 B, so no size range can be singled out where every point meets 25%.
 """
 
 import json
@@ -32,8 +32,8 @@ pytestmark = pytest.mark.mpi
 
 RANKS = 4
 MAX_BYTES = 2**20
-REPEATS = 10
-STATISTIC = "p25"
+REPEATS = 30
+STATISTIC = "median"
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).with_name("calibrate_check.py")
 
@@ -89,9 +89,9 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
 
     rows = _errors(pc, held_out)
     errs = np.abs([r[-1] for r in rows])
-    # the same samples combined by their median instead (information only)
+    # the same samples combined by their 25th percentile instead (information only)
     samples = json.loads((tmp_path / "samples.json").read_text())
-    med = {tuple(s[:4]): float(np.median(s[4])) for s in samples}
+    med = {tuple(s[:4]): float(np.percentile(s[4], 25)) for s in samples}
     for m in pc.profile.measurements:
         m["seconds"] = med[(m["collective"], m["group_size"], m["stride"], m["bytes"])]
     pc_med = ProfiledCollectives(pc.profile)
@@ -100,13 +100,14 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
                                                           for m in held_out])])
     per_collective = {c: float(np.median([abs(r[-1]) for r in rows if r[0] == c])) for c in COLLECTIVES}
     lines = [f"calibrate under mpirun -np {RANKS}: {len(rows)} held-out points, statistic {STATISTIC} of "
-             f"{REPEATS} repeats; startup {fresh['startup_s']} s, measuring {fresh['calibrate_s']} s"]
+             f"{REPEATS} repeats; startup {fresh['startup_s']} s, measuring {fresh['calibrate_s']} s "
+             f"(tracing and warm-up {fresh.get('trace_and_warmup_s')} s, timed rounds {fresh.get('timed_rounds_s')} s)"]
     lines += [f"  {c:13s} g={g} stride={s} {n:8d} B  measured {t * 1e3:7.3f} ms  predicted {p * 1e3:7.3f} ms  "
               f"error {e:+6.1%}" for c, g, s, n, t, p, e in rows]
     lines.append(f"  |error| median {np.median(errs):.1%}, mean {errs.mean():.1%}, max {errs.max():.1%}, "
                  f"within 25%: {(errs <= 0.25).sum()}/{len(errs)}")
     lines.append("  per collective median |error|: " + ", ".join(f"{c} {v:.1%}" for c, v in per_collective.items()))
-    lines.append(f"  (median statistic instead: |error| median {np.median(med_errs):.1%}, mean {med_errs.mean():.1%}, "
+    lines.append(f"  (25th percentile instead of median: |error| median {np.median(med_errs):.1%}, mean {med_errs.mean():.1%}, "
                  f"within 25%: {(med_errs <= 0.25).sum()}/{len(med_errs)})")
     report = "\n".join(lines)
     (tmp_path / "report.txt").write_text(report + "\n")
@@ -115,3 +116,4 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
     assert np.median(errs) <= 0.25, report
     for c, v in per_collective.items():
         assert v <= 0.25, f"{c}: median |error| {v:.1%} > 25%\n{report}"
+    assert (errs <= 0.25).mean() >= 0.75, report
