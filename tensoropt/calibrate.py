@@ -150,8 +150,13 @@ class Calibrator:
             if self._session is None:
                 config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.intra_threads,
                                                   inter_op_parallelism_threads=1)
-                # every new fetch builds an executor: skip grappler, which has nothing to do here
+                # No graph optimization. Horovod's ops are not marked stateful, so constant
+                # folding (grappler's, and the classic optimizer's at L1) would run each
+                # collective once while optimizing and then return the folded result:
+                # calls would take no time. Grappler also costs much on every new fetch.
                 config.graph_options.rewrite_options.disable_meta_optimizer = True
+                config.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
+                config.graph_options.optimizer_options.do_constant_folding = False
                 self._session = tf.compat.v1.Session(graph=self._graph, config=config)
             run = self._session.run
             self._fns[key] = lambda: run(out)

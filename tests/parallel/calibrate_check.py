@@ -37,10 +37,12 @@ def main() -> None:
                                 repeats=repeats, min_bytes=min_bytes, inner=inner, statistic=statistic)
         calibrated = time.time()
         fresh = cal.measure(cal.tasks(fresh_sizes), repeats=repeats, inner=inner, statistic=statistic)
+        samples = cal.last_samples
     elif mode == "interleaved":
         results = cal.measure(cal.tasks(sizes) + cal.tasks(fresh_sizes), repeats=repeats, inner=inner,
                               statistic=statistic)
         fresh = {t: v for t, v in results.items() if t[3] in fresh_sizes}
+        samples = cal.last_samples
         profile = cal.build_profile({t: v for t, v in results.items() if t[3] in sizes}, repeats=repeats,
                                     inner=inner, statistic=statistic)
         if cal.rank == 0:
@@ -48,15 +50,21 @@ def main() -> None:
         calibrated = time.time()
     else:
         raise SystemExit(f"calibrate_check: MODE must be 'after' or 'interleaved', got {mode!r}")
+    timing = dict(cal.last_timing)
+    # guard: 16 MiB must take clearly longer than 16 B (it would not if the collectives were
+    # constant-folded away instead of run)
+    sanity = cal.measure([("allreduce", cal.size, 1, 16), ("allreduce", cal.size, 1, 2**24)], repeats=5)
     if cal.rank == 0 and os.environ.get("CALIBRATE_CHECK_SAMPLES"):
         with open(os.path.join(out_dir, "samples.json"), "w") as f:
-            json.dump([[*t, v] for t, v in cal.last_samples.items()], f)
+            json.dump([[*t, v] for t, v in samples.items()], f)
     if cal.rank == 0:
         with open(os.path.join(out_dir, "fresh.json"), "w") as f:
             json.dump({"world_size": profile.world_size, "repeats": repeats, "mode": mode,
                        "startup_s": round(ready - started, 2),
                        "calibrate_s": round(calibrated - ready, 2),
-                       "fresh_s": round(time.time() - calibrated, 2), **cal.last_timing,
+                       "fresh_s": round(time.time() - calibrated, 2), **timing,
+                       "allreduce_16MiB_over_16B": sanity[("allreduce", cal.size, 1, 2**24)]
+                       / sanity[("allreduce", cal.size, 1, 16)],
                        "measurements": [{"collective": c, "group_size": g, "stride": s, "bytes": n,
                                          "seconds": t} for (c, g, s, n), t in fresh.items()]}, f, indent=1)
     cal.finish()

