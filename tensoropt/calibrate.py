@@ -6,7 +6,9 @@ collective in ``collectives.COLLECTIVES``, it times sizes ``2^i`` bytes from ``m
 to ``max_bytes`` with *all* groups of the scheme running at once (so contention between
 groups is measured, as in training). One sample: barrier, then ``inner`` back-to-back
 calls, divided by ``inner``; the sample of a repeat is the slowest rank's; a size's time is
-the median over ``repeats``. Repeats run in rounds that visit every (collective, scheme,
+the median over ``repeats`` (``--statistic p25``: the 25th percentile, steadier on a shared
+machine, where small collectives take one, two or three of horovod's ~1 ms negotiation
+cycles and the median flips between them). Repeats run in rounds that visit every (collective, scheme,
 size) once, so slow phases of a shared machine spread over all points instead of
 spoiling a few. It also times a float32 matmul on every rank at once (the ``local``
 cluster's peak FLOP/s). Rank 0 writes the versioned JSON profile that
@@ -19,9 +21,13 @@ Usage::
     from tensoropt.calibrate import calibrate
     profile = calibrate("profiles/local.json", max_bytes=2**20, repeats=10)
 
-The collectives run in a TensorFlow graph (graph mode) on static horovod process sets registered at
-``hvd.init`` (HOROVOD.md); every rank issues them in the same order, and the job ends
-with a barrier.
+The collectives run in one TensorFlow graph (graph mode, one op per size so horovod's
+response cache hits as in training) on static horovod process sets registered at
+``hvd.init`` (HOROVOD.md); every rank issues them in the same order, and the job ends with
+a barrier. Graph optimization is off: horovod's ops are not marked stateful, and constant
+folding would otherwise run each collective once at optimization time and return the folded
+value on every later call. With more timed collectives than ``HOROVOD_CACHE_CAPACITY``
+(1024), raise it.
 """
 
 from __future__ import annotations
