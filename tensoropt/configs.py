@@ -29,6 +29,8 @@ from typing import Iterable
 
 from reschedule import Layout
 
+from tensoropt import process_sets
+
 __all__ = ["Config", "device_meshes", "enumerate_configs", "input_layout", "output_layout",
            "tensor_layout", "local_dim_sizes"]
 
@@ -65,28 +67,11 @@ class Config:
 
 @lru_cache(maxsize=None)
 def device_meshes(num_devices: int, max_axes: int = 3) -> tuple[tuple[int, ...], ...]:
-    """Every ordered factorization of ``num_devices`` into 1..max_axes factors > 1.
-
-    One device has the single mesh ``(1,)``.
-    """
-    if num_devices < 1:
-        raise ValueError(f"num_devices={num_devices}: need at least one device")
+    """Every ordered factorization of ``num_devices`` into 1..max_axes factors > 1, fewest
+    axes first; one device has the single mesh ``(1,)`` (a layout needs one axis)."""
     if num_devices == 1:
         return ((1,),)
-    out = []
-
-    def rec(rest: int, prefix: tuple[int, ...]) -> None:
-        if rest == 1:
-            out.append(prefix)
-            return
-        if len(prefix) == max_axes:
-            return
-        for f in range(2, rest + 1):
-            if rest % f == 0:
-                rec(rest // f, prefix + (f,))
-
-    rec(num_devices, ())
-    return tuple(sorted(out, key=lambda m: (len(m), m)))
+    return tuple(sorted(process_sets.device_meshes(num_devices, max_axes), key=lambda m: (len(m), m)))
 
 
 def local_dim_sizes(space, config: Config) -> dict[str, int]:

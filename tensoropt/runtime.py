@@ -85,27 +85,13 @@ def init() -> World:
     import_tensorflow()
     import horovod.tensorflow as hvd  # noqa: PLC0415
 
-    _runtime.process_sets = _register_process_sets(hvd, comm)
+    from tensoropt.process_sets import register_process_sets  # noqa: PLC0415
+
+    _runtime.process_sets = register_process_sets(hvd, comm)
     _runtime.comm = comm.Dup()  # TensorOpt's own messages never mix with the user's
     _runtime.world = World(rank=comm.Get_rank(), size=comm.Get_size(), hostnames=hostnames)
     atexit.register(_finish)
     return _runtime.world
-
-
-def _register_process_sets(hvd, comm) -> dict:
-    """One horovod process set per rank group of every mesh axis of every device mesh."""
-    from reschedule import axis_groups  # noqa: PLC0415
-
-    from tensoropt.configs import device_meshes  # noqa: PLC0415
-
-    size = comm.Get_size()
-    groups = sorted({tuple(g) for mesh in device_meshes(size) for axis in range(len(mesh))
-                     for g in axis_groups(mesh, axis) if 1 < len(g) < size})
-    sets = [hvd.ProcessSet(list(g)) for g in groups]
-    hvd.init(comm=comm, process_sets=sets)
-    mapping = dict(zip(groups, sets))
-    mapping[tuple(range(size))] = hvd.global_process_set
-    return mapping
 
 
 def _finish() -> None:
