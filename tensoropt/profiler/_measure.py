@@ -24,7 +24,9 @@ Method (``measure``):
    ``min_time_s`` passed (at most ``max_runs``). The result is the median step minus
    the overhead, floored at 0. The overhead is the median of an otherwise empty
    ``session.run`` fetching as many scalars (from a tiny variable), timed in the same
-   session, so tiny ops are not dominated by the fixed cost of a step.
+   session, so tiny ops are not dominated by the fixed cost of a step. On a machine
+   shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
+   is steadier than the median; the statistic is part of the cache key.
 
 Sources (variables, placeholders, fills) compute nothing and are never run.
 
@@ -57,6 +59,7 @@ from tensoropt.profiler._shard import LocalShard, local_shard
 __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description"]
 
 _DEFAULT = object()
+_STATISTICS = {"median": statistics.median, "min": min}
 
 
 def _tensorflow_version() -> str:
@@ -102,14 +105,14 @@ class Measurement:
     """One timing of one shard.
 
     Attributes:
-        seconds: median step minus overhead, floored at 0: the compute time.
-        median_step_s: median of the timed ``session.run`` steps.
-        overhead_s: median of an empty ``session.run``.
+        seconds: step minus overhead, floored at 0: the compute time.
+        step_s: the median (or min) of the timed ``session.run`` steps.
+        overhead_s: the same statistic of an empty ``session.run``.
         runs: how many steps were timed.
     """
 
     seconds: float
-    median_step_s: float
+    step_s: float
     overhead_s: float
     runs: int
 
@@ -126,6 +129,7 @@ class ComputeProfiler:
         max_runs: the most timed steps.
         min_time_s: keep timing (up to ``max_runs``) until this much time was spent.
         seed: graph-level random seed of the inputs.
+        statistic: "median" (default) or "min" of the timed steps.
 
     Attributes:
         measurements: shards run in TensorFlow by this object (cache misses).
@@ -136,13 +140,17 @@ class ComputeProfiler:
     """
 
     def __init__(self, cache_path=_DEFAULT, *, threads: int | None = None, warmup: int = 2,
-                 min_runs: int = 5, max_runs: int = 50, min_time_s: float = 0.05, seed: int = 0):
+                 min_runs: int = 5, max_runs: int = 50, min_time_s: float = 0.05, seed: int = 0,
+                 statistic: str = "median"):
         if not 1 <= min_runs <= max_runs:
             raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
         if warmup < 0 or min_time_s < 0:
             raise ValueError(f"warmup={warmup}, min_time_s={min_time_s}: both must be >= 0")
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads}: give a positive thread count, or None for all CPUs")
+        if statistic not in _STATISTICS:
+            raise ValueError(f"statistic={statistic!r}: use one of {sorted(_STATISTICS)}")
+        self.statistic = statistic
         self.cache = ProfileCache(default_cache_path() if cache_path is _DEFAULT else cache_path)
         self.threads = threads
         self.warmup = warmup
@@ -156,7 +164,8 @@ class ComputeProfiler:
     # -- keys and cache ------------------------------------------------------------------
     def key(self, shard: LocalShard) -> str:
         """The cache key of ``shard`` on this machine."""
-        machine = json.dumps(machine_description(self.threads), sort_keys=True, separators=(",", ":"))
+        machine = json.dumps({**machine_description(self.threads), "statistic": self.statistic},
+                             sort_keys=True, separators=(",", ":"))
         return f"{machine}|{shard.key()}"
 
     def compute_s(self, op, config: Config) -> float:
@@ -200,8 +209,9 @@ class ComputeProfiler:
                 sess.run(empty_target)
             empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
         self.measurements += 1
-        step, overhead = statistics.median(steps), statistics.median(empty)
-        return Measurement(seconds=max(0.0, step - overhead), median_step_s=step, overhead_s=overhead,
+        stat = _STATISTICS[self.statistic]
+        step, overhead = stat(steps), stat(empty)
+        return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
                            runs=len(steps))
 
     @staticmethod
