@@ -8,21 +8,26 @@ The file is plain data::
 Keys name the machine (TensorFlow version, CPU model, thread count) and the shard (op
 kind, local shapes, split dims, attributes), so one file can hold several machines'
 profiles. Writes are atomic (a temporary file, then ``os.replace``) and merge with what
-another process wrote meanwhile.
+another process wrote meanwhile. New entries are written at most every ``autosave_s``
+seconds (the first at once), on ``save()``, and when the interpreter exits.
 
 Usage::
 
     cache = ProfileCache("~/.cache/tensoropt/compute-profile.json")
     cache.get(key)            # seconds, or None
-    cache.put(key, 0.0012)    # kept in memory and written to the file
+    cache.put(key, 0.0012)    # kept in memory; written to the file (see above)
+    cache.save()              # write now
     ProfileCache(None)        # in memory only
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import tempfile
+import time
+import weakref
 from pathlib import Path
 
 __all__ = ["ProfileCache", "FORMAT", "VERSION", "default_cache_path"]
@@ -77,14 +82,20 @@ class ProfileCache:
 
     Args:
         path: the JSON file; None keeps the cache in memory only. ``~`` is expanded.
+        autosave_s: write new entries at most this often (0: after every ``put``).
 
     Raises:
         ValueError: if the file exists but is corrupt or of another format or version.
     """
 
-    def __init__(self, path: str | os.PathLike | None):
+    def __init__(self, path: str | os.PathLike | None, autosave_s: float = 5.0):
         self.path = None if path is None else Path(path).expanduser()
+        self.autosave_s = float(autosave_s)
         self._entries: dict[str, float] = {} if self.path is None else _read(self.path)
+        self._dirty = False
+        self._saved_at = -float("inf")
+        if self.path is not None:
+            atexit.register(_save_if_alive, weakref.ref(self))
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -100,14 +111,16 @@ class ProfileCache:
         if not seconds >= 0:
             raise ValueError(f"seconds={seconds!r} for {key!r}: a compute time must be >= 0")
         self._entries[key] = float(seconds)
-        self.save()
+        self._dirty = True
+        if time.monotonic() - self._saved_at >= self.autosave_s:
+            self.save()
 
     def entries(self) -> dict[str, float]:
         return dict(self._entries)
 
     def save(self) -> None:
         """Writes every entry (merged over the file's current ones) atomically."""
-        if self.path is None:
+        if self.path is None or not self._dirty:
             return
         merged = _read(self.path)
         merged.update(self._entries)
@@ -119,8 +132,22 @@ class ProfileCache:
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=0)
                 f.write("\n")
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, self.path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
+        self._dirty = False
+        self._saved_at = time.monotonic()
+
+
+def _save_if_alive(ref: "weakref.ref[ProfileCache]") -> None:
+    cache = ref()
+    if cache is not None:
+        try:
+            cache.save()
+        except (OSError, ValueError):  # pragma: no cover - best effort at exit
+            pass

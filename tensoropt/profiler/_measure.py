@@ -185,6 +185,11 @@ class ComputeProfiler:
         self.cache.put(key, seconds)
         return seconds
 
+    def save(self) -> None:
+        """Writes new cache entries to the file now (they are also written every few
+        seconds and at exit)."""
+        self.cache.save()
+
     # -- measuring -----------------------------------------------------------------------
     def measure(self, op, shard: LocalShard) -> Measurement:
         """Times ``shard`` of ``op`` in TensorFlow now (no cache). See the module docstring."""
@@ -309,5 +314,6 @@ def profile_graph(graph, num_devices: int, profiler: ComputeProfiler,
             pairs += 1
         if progress is not None:
             progress(n, len(ops), op.name)
+    profiler.save()
     return GraphProfile(ops=len(ops), configs=pairs, measured=profiler.measurements - measured0,
                         cached=profiler.hits - hits0, seconds=time.perf_counter() - start)

@@ -75,6 +75,7 @@ def test_file_round_trips(tmp_path):
     configs = enumerate_configs(a, 2)
     times = {str(cfg): p.compute_s(a, cfg) for cfg in configs}
     assert p.measurements == len({local_shard(a, cfg).key() for cfg in configs})
+    p.save()
     data = json.loads(path.read_text())
     assert data["format"] == FORMAT and data["version"] == VERSION
     assert len(data["entries"]) == p.measurements
@@ -82,7 +83,22 @@ def test_file_round_trips(tmp_path):
     assert {str(cfg): again.compute_s(a, cfg) for cfg in configs} == times
     assert again.measurements == 0 and again.hits == len(configs)
     again.compute_s(c, configs[0])                  # adds to the file, keeps the old entries
+    again.save()
     assert len(json.loads(path.read_text())["entries"]) == p.measurements + 1
+
+
+def test_autosave_is_throttled_and_save_writes(tmp_path):
+    path = tmp_path / "profile.json"
+    cache = ProfileCache(path, autosave_s=3600.0)
+    cache.put("a", 1.0)                             # the first entry is written at once
+    cache.put("b", 2.0)                             # within autosave_s: kept in memory
+    assert ProfileCache(path).entries() == {"a": 1.0}
+    cache.save()
+    assert ProfileCache(path).entries() == {"a": 1.0, "b": 2.0}
+    eager = ProfileCache(tmp_path / "eager.json", autosave_s=0.0)
+    eager.put("a", 1.0)
+    eager.put("b", 2.0)
+    assert ProfileCache(tmp_path / "eager.json").entries() == {"a": 1.0, "b": 2.0}
 
 
 def test_writers_merge(tmp_path):
