@@ -24,9 +24,11 @@ from tensoropt.profiler._analytical import SOURCE_KINDS, AnalyticalCompute, Comp
 from tensoropt.profiler._measure import (ComputeProfiler, GraphProfile, Measurement,
                                           machine_description, profile_graph)
 from tensoropt.profiler._cache import FORMAT, VERSION, ProfileCache, default_cache_path
-from tensoropt.profiler._shard import LocalShard, int_input_ranges, local_shard
+from tensoropt.profiler._shard import (LocalShard, fit_shard, int_input_ranges, local_shard,
+                                      shard_bytes, subdivide)
 
 __all__ = ["ComputeProvider", "AnalyticalCompute", "ComputeProfiler", "Measurement", "GraphProfile",
            "profile_graph", "machine_description", "ProfileCache", "default_cache_path", "FORMAT",
-           "VERSION", "LocalShard", "local_shard", "int_input_ranges", "SOURCE_KINDS"]
+           "VERSION", "LocalShard", "local_shard", "int_input_ranges", "shard_bytes", "subdivide",
+           "fit_shard", "SOURCE_KINDS"]
 

@@ -28,6 +28,11 @@ Method (``measure``):
    shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
    is steadier than the median; the statistic is part of the cache key.
 
+Shards too large to run here (more than ``max_bytes`` of inputs, outputs and their
+gradients, or more than ``max_flops`` by the op's FLOP count) are measured on a stand-in
+with one dim further divided ``f`` ways (``fit_shard``), and the time multiplied by
+``f``; the cache keeps the scaled time under the shard's own key.
+
 Sources (variables, placeholders, fills) compute nothing and are never run.
 
 Usage::
@@ -54,7 +59,7 @@ from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
 from tensoropt.profiler._analytical import SOURCE_KINDS
 from tensoropt.profiler._cache import ProfileCache, default_cache_path
-from tensoropt.profiler._shard import LocalShard, local_shard
+from tensoropt.profiler._shard import LocalShard, fit_shard, local_shard
 
 __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description"]
 
@@ -87,6 +92,14 @@ def _available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def _default_max_bytes() -> float:
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        ram = 8 * 2**30
+    return float(min(ram / 8, 4 * 2**30))
 
 
 @functools.lru_cache(maxsize=None)
@@ -130,6 +143,10 @@ class ComputeProfiler:
         min_time_s: keep timing (up to ``max_runs``) until this much time was spent.
         seed: graph-level random seed of the inputs.
         statistic: "median" (default) or "min" of the timed steps.
+        max_bytes: the most bytes one measurement may hold (default: 1/8 of this
+            machine's memory, at most 4 GiB); larger shards are measured scaled down.
+        max_flops: the most FLOPs (forward + backward, by the op definition) one step may
+            take; larger shards are measured scaled down.
 
     Attributes:
         measurements: shards run in TensorFlow by this object (cache misses).
@@ -141,7 +158,8 @@ class ComputeProfiler:
 
     def __init__(self, cache_path=_DEFAULT, *, threads: int | None = None, warmup: int = 2,
                  min_runs: int = 5, max_runs: int = 50, min_time_s: float = 0.05, seed: int = 0,
-                 statistic: str = "median"):
+                 statistic: str = "median", max_bytes: float | None = None,
+                 max_flops: float = 5e10):
         if not 1 <= min_runs <= max_runs:
             raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
         if warmup < 0 or min_time_s < 0:
@@ -151,6 +169,10 @@ class ComputeProfiler:
         if statistic not in _STATISTICS:
             raise ValueError(f"statistic={statistic!r}: use one of {sorted(_STATISTICS)}")
         self.statistic = statistic
+        self.max_bytes = float(max_bytes) if max_bytes is not None else _default_max_bytes()
+        self.max_flops = float(max_flops)
+        if not (self.max_bytes > 0 and self.max_flops > 0):
+            raise ValueError(f"max_bytes={max_bytes}, max_flops={max_flops}: both must be > 0")
         self.cache = ProfileCache(default_cache_path() if cache_path is _DEFAULT else cache_path)
         self.threads = threads
         self.warmup = warmup
@@ -181,7 +203,9 @@ class ComputeProfiler:
         if cached is not None:
             self.hits += 1
             return cached
-        seconds = self.measure(op, shard).seconds
+        flops = op.space.flops / config.split_factor()
+        stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
+        seconds = self.measure(op, stand_in).seconds * factor
         self.cache.put(key, seconds)
         return seconds
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from tensoropt.configs import Config, input_layout, local_dim_sizes, output_layout
 
-__all__ = ["LocalShard", "local_shard", "int_input_ranges"]
+__all__ = ["LocalShard", "local_shard", "int_input_ranges", "shard_bytes", "subdivide", "fit_shard"]
 
 # Attributes that repeat what the local shapes already say (and would otherwise keep
 # equal local computations apart).
@@ -131,3 +131,62 @@ def local_shard(op, config: Config) -> LocalShard:
         dim_sizes=tuple((d, int(n)) for d, n in space.dims.items()),
         local_dim_sizes=tuple((d, int(n)) for d, n in local.items()),
     )
+
+
+def shard_bytes(shard: LocalShard) -> int:
+    """Bytes a measurement holds: inputs and outputs, and as much again for their
+    gradients and the output gradients fed to backward (4-byte elements)."""
+    return 2 * 4 * shard.elements
+
+
+def subdivide(op, shard: LocalShard, dim: str, factor: int) -> LocalShard:
+    """``shard`` with ``dim`` further divided ``factor`` ways (every tensor axis carrying
+    ``dim`` shrinks by ``factor``): a smaller stand-in whose time, times ``factor``,
+    estimates the shard's when the shard itself is too large to run here.
+
+    Raises:
+        ValueError: if ``factor`` does not divide the shard's size of ``dim``.
+    """
+    local = dict(shard.local_dim_sizes)
+    if factor < 1 or local[dim] % factor:
+        raise ValueError(f"{op.kind} '{op.name}': cannot divide dim {dim} of local size "
+                         f"{local[dim]} by {factor}; pick a divisor")
+    local[dim] //= factor
+
+    def shrink(shapes, carried):
+        out = []
+        for (shape, dtype), dims in zip(shapes, carried):
+            out.append((tuple(n // factor if d == dim else n for n, d in zip(shape, dims)), dtype))
+        return tuple(out)
+
+    split = tuple(sorted(set(shard.split_dims) | {dim}))
+    return LocalShard(kind=shard.kind, inputs=shrink(shard.inputs, op.space.inputs),
+                      outputs=shrink(shard.outputs, op.space.outputs), split_dims=split,
+                      attrs=shard.attrs, int_ranges=shard.int_ranges, dim_sizes=shard.dim_sizes,
+                      local_dim_sizes=tuple((d, local[d]) for d, _ in shard.local_dim_sizes))
+
+
+def fit_shard(op, shard: LocalShard, flops: float, max_bytes: float, max_flops: float
+              ) -> tuple[LocalShard, int]:
+    """A stand-in for ``shard`` within ``max_bytes`` and ``max_flops``, and the factor to
+    scale its time by (1: the shard itself).
+
+    The divided dim is the largest local dim that may be split, preferring dims that are
+    not reductions (dividing those keeps every lowering path unchanged); the factor is
+    the smallest divisor of its local size at least the ratio by which the shard exceeds
+    its limits (or the whole size when none is). Tensors that do not carry the dim (a
+    weight, when the batch is divided) keep their size, so the stand-in can still be
+    somewhat over ``max_bytes``.
+    """
+    need = max(shard_bytes(shard) / max_bytes, flops / max_flops, 1.0)
+    if need <= 1.0:
+        return shard, 1
+    space = op.space
+    local = dict(shard.local_dim_sizes)
+    candidates = [d for d in space.dims if d not in space.unsplittable and local[d] > 1]
+    if not candidates:
+        return shard, 1
+    dim = max(candidates, key=lambda d: (d not in space.reductions, local[d]))
+    n = local[dim]
+    factor = next((f for f in range(2, n + 1) if n % f == 0 and f >= need), n)
+    return subdivide(op, shard, dim, factor), factor
