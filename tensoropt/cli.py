@@ -3,6 +3,9 @@
 Usage::
 
     tensoropt models [--json] [--size paper]     # each zoo model's op count and bytes
+    tensoropt frontier --model paper_transformer --cluster paper-v100x16 [--devices 16]
+                       [--json] [--plot frontier.png]
+    tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
 """
 
 from __future__ import annotations
@@ -24,10 +27,9 @@ def _cmd_models(args: argparse.Namespace) -> int:
     for name in models.names():
         to.reset_default_graph()
         start = time.perf_counter()
-        try:
-            models.build(name, size=args.size)
-        except KeyError:
+        if args.size not in models.get_entry(name).presets:
             continue  # the model has no preset of that size
+        models.build(name, size=args.size)
         stats = graph_stats(to.get_default_graph())
         rows.append({"model": name, "size": args.size, "ops": stats.ops, "compute_ops": stats.compute_ops,
                      "param_count": stats.param_count, "param_bytes": stats.param_bytes,
@@ -38,12 +40,82 @@ def _cmd_models(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1))
         return 0
     gib = 2.0 ** 30
-    print(f"{'model':<22}{'ops':>7}{'params':>14}{'param GiB':>11}{'saved act GiB':>15}"
+    print(f"{'model':<22}{'ops':>7} {'params':>16}{'param GiB':>11}{'saved act GiB':>15}"
           f"{'1-device GiB':>14}{'TFLOP/iter':>12}")
     for r in rows:
-        print(f"{r['model']:<22}{r['ops']:>7}{r['param_count']:>14,}{r['param_bytes'] / gib:>11.3f}"
+        print(f"{r['model']:<22}{r['ops']:>7} {r['param_count']:>16,}{r['param_bytes'] / gib:>11.3f}"
               f"{r['saved_activation_bytes'] / gib:>15.3f}{r['single_device_bytes'] / gib:>14.3f}"
               f"{r['flops'] / 1e12:>12.2f}")
+    return 0
+
+
+def _record(model: str, size: str):
+    import tensoropt as to
+    from tensoropt import models
+
+    to.reset_default_graph()
+    models.build(model, size=size)
+    return to.get_default_graph()
+
+
+def _progress(desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="edge", file=sys.stderr, leave=False, mininterval=0.5)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh() if done == total else bar.update(0)
+
+    return bar, update
+
+
+def _cmd_frontier(args: argparse.Namespace) -> int:
+    from tensoropt.cluster import get_cluster
+    from tensoropt.report import frontier_rows, frontier_table, plot_frontier
+    from tensoropt.strategy import frontier_for
+
+    graph = _record(args.model, args.size)
+    cluster = get_cluster(args.cluster, devices=args.devices)
+    bar, update = _progress(f"pricing {args.model} on {cluster.devices} devices")
+    with bar:
+        result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
+                              threads=args.threads)
+    if args.json:
+        dp = result.data_parallel_plan()
+        print(json.dumps({"model": args.model, "cluster": cluster.name, "devices": cluster.devices,
+                          "frontier": frontier_rows(result),
+                          "data_parallel": {"memory_gib": dp.memory_bytes / 2**30, "time_s": dp.time_s,
+                                            "network_s": dp.network_s, "compute_s": dp.compute_s},
+                          "configs_per_op": result.configs_per_op,
+                          "search_s": {k: result.stats[k] for k in ("build_s", "track_s", "unroll_s")},
+                          "frontier_stats": {k: v for k, v in result.stats["frontier"].items()
+                                             if isinstance(v, (int, float, str))}}, indent=1))
+    else:
+        print(frontier_table(result, args.model, cluster.name))
+    if args.plot:
+        plot_frontier(result, args.plot, title=f"{args.model} on {cluster.name}")
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from tensoropt.cluster import get_cluster
+    from tensoropt.report import profile_table
+    from tensoropt.strategy import SAFETY_MARGIN, profile_parallelisms
+
+    graph = _record(args.model, args.size)
+    cluster = get_cluster(args.cluster)
+    counts = [int(n) for n in args.devices.split(",")]
+    rows = []
+    for n in counts:
+        bar, update = _progress(f"pricing {args.model} on {n} devices")
+        with bar:
+            rows += profile_parallelisms(graph, cluster.scaled(n), [n], args.memory_limit,
+                                         args.cost_model, progress=update)
+    limit = args.memory_limit or cluster.memory_bytes / SAFETY_MARGIN
+    print(profile_table(rows, args.model, cluster.name, limit))
     return 0
 
 
@@ -54,6 +126,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--size", default="paper", help="which preset of each model (paper, small, tiny)")
     p.set_defaults(func=_cmd_models)
+
+    p = sub.add_parser("frontier", help="the memory/time frontier of a zoo model on a cluster")
+    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
+    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
+    p.set_defaults(func=_cmd_frontier)
+
+    p = sub.add_parser("profile", help="best time per device count, as the paper's Figure 8")
+    p.add_argument("--model", required=True)
+    p.add_argument("--size", default="paper")
+    p.add_argument("--cluster", required=True)
+    p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
+    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.set_defaults(func=_cmd_profile)
     return parser
 
 

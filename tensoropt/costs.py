@@ -75,13 +75,18 @@ class EdgeAlternative:
         time_s: re-scheduling forward + backward, plus any re-run for reuse.
         reuse: "none" (no copy kept by both ends), "keep_both", "keep_producer",
             "keep_consumer", or "shared" (same layout: one physical copy).
-        forward: str of the forward conversion ("identity" when none).
+        forward: the forward conversion src -> dst.
+        backward: the gradient's conversion dst -> src, or None when no gradient flows.
+        rebuild: for "keep_producer" the forward conversion, for "keep_consumer" the
+            reverse one (dst -> src), re-run in backward to rebuild the dropped copy.
     """
 
     memory_bytes: float
     time_s: float
     reuse: str
-    forward: str
+    forward: object
+    backward: object = None
+    rebuild: object = None
 
 
 @dataclass(frozen=True)
@@ -128,13 +133,19 @@ def _axis_stride(mesh: tuple[int, ...], axis: int) -> int:
 class CostModel:
     """Prices ops and edges of one recorded graph on ``num_devices`` devices."""
 
-    def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float):
+    def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
+                 compute=None):
+        """Args:
+            compute: optional provider with ``compute_s(op, config)`` (e.g. measured);
+                default: the roofline, FLOPs of the shard / ``peak_flops``.
+        """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
         self.graph = graph
         self.num_devices = num_devices
         self.collectives = collectives
         self.peak_flops = float(peak_flops)
+        self.compute = compute
         self.step_cost = StepCostFn(collectives)
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
@@ -166,7 +177,10 @@ class CostModel:
             for d in dims:
                 n *= local[d]
             saved += n * 4
-        compute = space.flops / config.split_factor() / self.peak_flops
+        if self.compute is not None:
+            compute = self.compute.compute_s(op, config)
+        else:
+            compute = space.flops / config.split_factor() / self.peak_flops
         sync = 0.0
         # forward: partial sums over axes that split a reduction dim
         for j, t in enumerate(op.outputs):
@@ -206,17 +220,20 @@ class CostModel:
         """
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
         fwd = self.conversion(src, dst, shape, itemsize)
-        time = fwd.time_s
-        if tensor in self.grad:
-            time += self.conversion(dst.grad(), src.grad(), shape, itemsize).time_s
+        bwd = self.conversion(dst.grad(), src.grad(), shape, itemsize) if tensor in self.grad else None
+        time = fwd.time_s + (bwd.time_s if bwd is not None else 0.0)
         if not (producer_keeps and consumer_keeps):
-            return [EdgeAlternative(0.0, time, "none", str(fwd))]
+            return [EdgeAlternative(0.0, time, "none", fwd, bwd)]
         if src == dst:
-            return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", str(fwd))]
+            return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", fwd, bwd)]
         out = []
         for option in reuse_options(src, dst, shape, itemsize, self.step_cost):
             if producer_pinned and option.name == "keep_consumer":
                 continue
+            rebuild = {"keep_producer": fwd,
+                       "keep_consumer": None}.get(option.name)
+            if option.name == "keep_consumer":
+                rebuild = self.conversion(dst, src, shape, itemsize)
             out.append(EdgeAlternative(float(option.extra_memory_bytes), time + option.extra_time_s,
-                                       option.name, str(fwd)))
+                                       option.name, fwd, bwd, rebuild))
         return out

@@ -1,7 +1,9 @@
 """Lowering a recorded graph to one TensorFlow graph for one process.
 
-Each op's ``OpDef.lower`` builds its computation; ``shard_of(op)`` says which shapes this
-process produces for it. On one device every shard is the whole tensor.
+Each op's ``OpDef.lower`` builds its computation. A ``Sharding`` (see
+``tensoropt.execution``) says which shapes this process produces for each op, converts
+each input to the layout the op needs, and completes each output (the op's own
+all-reduces). On one device (``sharding=None``) every shard is the whole tensor.
 
 Usage::
 
@@ -13,7 +15,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tensoropt.graph import Graph, Operation, Tensor, TrainStep
 from tensoropt.ops.registry import LoweringContext
@@ -39,18 +41,28 @@ def whole_tensor_context(op: Operation, seed: int | None) -> LoweringContext:
                            seed=seed)
 
 
-def lower_graph(graph: Graph, tf, context_of: Callable[[Operation], LoweringContext] | None = None
-                ) -> Lowered:
-    """Builds the TensorFlow graph of every recorded op and training step."""
-    context_of = context_of or (lambda op: whole_tensor_context(op, graph.seed))
+def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
+    """Builds the TensorFlow graph of every recorded op and training step.
+
+    Args:
+        sharding: None for one device, or an object with ``context(op)``,
+            ``inputs(op, tensors)`` and ``outputs(op, tensors)`` (``tensoropt.execution``);
+            its ``begin(tf)`` is called inside the new graph first.
+    """
     tf_graph = tf.Graph()
     lowered = Lowered(tf_graph)
     with tf_graph.as_default():
         if graph.seed is not None:
             tf.compat.v1.set_random_seed(graph.seed)
+        if sharding is not None:
+            sharding.begin(tf)
         for op in graph.operations:
             inputs = [lowered.tensors[t] for t in op.inputs]
-            outputs = op.op_def.lower(tf, op, inputs, context_of(op))
+            if sharding is None:
+                outputs = op.op_def.lower(tf, op, inputs, whole_tensor_context(op, graph.seed))
+            else:
+                inputs = sharding.inputs(op, inputs)
+                outputs = sharding.outputs(op, op.op_def.lower(tf, op, inputs, sharding.context(op)))
             assert len(outputs) == len(op.outputs), (op.name, len(outputs), len(op.outputs))
             for t, out in zip(op.outputs, outputs):
                 lowered.tensors[t] = out

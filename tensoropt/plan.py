@@ -15,7 +15,7 @@ Usage::
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["OpConfig", "Plan", "PLAN_FORMAT_VERSION"]
@@ -68,10 +68,14 @@ class Plan:
     compute_s: float | None = None
     edges: list[dict[str, Any]] = field(default_factory=list)
     notes: str = ""
+    # Not serialized: what find_strategy found beside the chosen plan.
+    frontier: list["Plan"] = field(default_factory=list, repr=False, compare=False)
+    data_parallel: "Plan | None" = field(default=None, repr=False, compare=False)
 
     # -- JSON ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)
+             if f.name not in ("frontier", "data_parallel")}
         d["format_version"] = PLAN_FORMAT_VERSION
         d["ops"] = {name: {"mesh": list(c.mesh), "dim_axes": dict(c.dim_axes)}
                     for name, c in self.ops.items()}

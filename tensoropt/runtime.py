@@ -15,6 +15,7 @@ Usage::
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import socket
@@ -62,6 +63,9 @@ class _Runtime:
         self.session: Any = None
         self.plan: Plan | None = None
         self.graph: Graph | None = None
+        self.process_sets: dict = {}
+        self.comm = None
+        self.sharding = None
 
 
 _runtime = _Runtime()
@@ -81,9 +85,33 @@ def init() -> World:
     import_tensorflow()
     import horovod.tensorflow as hvd  # noqa: PLC0415
 
-    hvd.init(comm=comm)
+    _runtime.process_sets = _register_process_sets(hvd, comm)
+    _runtime.comm = comm.Dup()  # TensorOpt's own messages never mix with the user's
     _runtime.world = World(rank=comm.Get_rank(), size=comm.Get_size(), hostnames=hostnames)
+    atexit.register(_finish)
     return _runtime.world
+
+
+def _register_process_sets(hvd, comm) -> dict:
+    """One horovod process set per rank group of every mesh axis of every device mesh."""
+    from reschedule import axis_groups  # noqa: PLC0415
+
+    from tensoropt.configs import device_meshes  # noqa: PLC0415
+
+    size = comm.Get_size()
+    groups = sorted({tuple(g) for mesh in device_meshes(size) for axis in range(len(mesh))
+                     for g in axis_groups(mesh, axis) if 1 < len(g) < size})
+    sets = [hvd.ProcessSet(list(g)) for g in groups]
+    hvd.init(comm=comm, process_sets=sets)
+    mapping = dict(zip(groups, sets))
+    mapping[tuple(range(size))] = hvd.global_process_set
+    return mapping
+
+
+def _finish() -> None:
+    """Every job ends with a barrier, so no rank's exit breaks another's collectives."""
+    if _runtime.comm is not None:
+        _runtime.comm.Barrier()
 
 
 def world() -> World:
@@ -104,38 +132,71 @@ def mpirun_command(n: int) -> str:
 
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
-                  graph: Graph | None = None) -> Plan:
-    """Chooses a plan for the recorded graph.
+                  cluster=None, graph: Graph | None = None):
+    """Chooses a plan for the recorded graph, by one of the paper's three options.
 
-    This build plans for one device: it returns the single-device plan with its exact
-    memory (weights, gradients, optimizer slots and saved activations). Searching plans
-    for several devices comes with the cost model.
+    Args:
+        option: "mini_time" (fastest plan that fits, at ``parallelism``), "mini_parallelism"
+            (fewest devices that fit) or "profiling" (best time per device count).
+        memory_limit: bytes per device; default the device's memory / 1.1.
+        parallelism: devices to plan for; default this job's MPI world size.
+        parallelisms: device counts for "profiling"; default 1, 2, 4, ... up to the cluster.
+        cost_model: "analytical" or "profiled" (after ``tensoropt calibrate``).
+        cluster: a preset name, a cluster file, or a Cluster; default this job's cluster
+            (``local``).
+
+    Returns:
+        A Plan (with ``plan.frontier`` and ``plan.data_parallel`` attached) for
+        "mini_time" and "mini_parallelism"; for "profiling", a list of
+        ``tensoropt.strategy.ProfileRow``, one per device count. Under mpirun, rank 0
+        searches and every rank receives the same result.
 
     Raises:
-        ValueError: for an unknown option, or a memory limit the single-device plan exceeds.
-        NotImplementedError: when asked for more than one device.
+        ValueError: for an unknown option or an empty graph.
+        tensoropt.strategy.NoPlanFitsError: when no plan fits; the message gives the least
+            memory any plan needs and the smallest device count that would fit.
     """
     if option not in OPTIONS:
         raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
     graph = graph or get_default_graph()
     if not graph.operations:
         raise ValueError("find_strategy: the recorded graph is empty; build the model first")
-    n = parallelism or world().size
-    if n != 1:
-        raise NotImplementedError(
-            f"find_strategy: this TensorOpt build plans for one device only, and {n} were asked "
-            "for; run the script without mpirun (or with -np 1) until the multi-device search lands")
-    stats = graph_stats(graph)
-    if memory_limit is not None and stats.single_device_bytes > memory_limit:
-        raise ValueError(
-            f"find_strategy: the single-device plan needs {stats.single_device_bytes / 2**30:.3f} GiB, "
-            f"above memory_limit={memory_limit / 2**30:.3f} GiB; raise the limit to at least "
-            f"{stats.single_device_bytes} bytes or shrink the model")
-    return Plan(parallelism=1, option="single_device",
-                ops={op.name: OpConfig() for op in graph.operations},
-                memory_bytes=float(stats.single_device_bytes),
-                notes="one device: memory is exact (weights, gradients, optimizer slots, saved "
-                      "activations); time is not estimated without a cost model")
+    w = world()
+    result = None
+    if w.rank == 0:
+        result = _search(option, graph, memory_limit, parallelism or w.size, parallelisms,
+                         cost_model, cluster)
+    if _runtime.comm is not None and w.size > 1:
+        result = _broadcast(result)
+    return result
+
+
+def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster):
+    from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
+
+    cluster = cluster if cluster is not None else local_cluster()
+    if option == "profiling":
+        counts = parallelisms or strategy.candidate_parallelisms(max(parallelism, 1))
+        return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model)
+    return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model)
+
+
+def _broadcast(result):
+    """Rank 0's search result, on every rank (a plan travels as its JSON)."""
+    comm = _runtime.comm
+    if isinstance(result, Plan) or result is None:
+        text = comm.bcast(result.to_json() if result is not None else None, root=0)
+        return Plan.from_json(text, source="plan broadcast from rank 0")
+    return comm.bcast(result, root=0)
+
+
+def local_cluster():
+    """This job's cluster: measured by ``tensoropt calibrate`` if a profile exists, else
+    this machine's shape with nominal CPU numbers (and a note saying so)."""
+    from tensoropt.cluster import local_cluster as measured_or_nominal  # noqa: PLC0415
+
+    w = world()
+    return measured_or_nominal(machines=w.machines, devices_per_machine=w.devices_per_machine)
 
 
 def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
@@ -164,12 +225,23 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     tf = import_tensorflow()
     if _runtime.session is not None:
         _runtime.session.close()
-    lowered = lower_graph(graph, tf)
+    sharding = None
+    if size > 1:
+        import horovod.tensorflow as hvd  # noqa: PLC0415
+
+        from tensoropt.execution import PlanSharding  # noqa: PLC0415
+
+        sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets)
+    lowered = lower_graph(graph, tf, sharding)
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=int(os.environ.get("TENSOROPT_THREADS", 0)),
                                       inter_op_parallelism_threads=1)
+    # Grappler's rewrites cost seconds per graph and change nothing TensorOpt relies on;
+    # the plan already fixed what runs where.
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
     session = tf.compat.v1.Session(graph=lowered.tf_graph, config=config)
     session.run(lowered.init_op)
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
+    _runtime.sharding = sharding
 
 
 def run(fetches, feed_dict: dict | None = None):
@@ -184,18 +256,50 @@ def run(fetches, feed_dict: dict | None = None):
     """
     if _runtime.session is None:
         raise RuntimeError("run: no execution graph; call tensoropt.build_execution_graph(plan=...) first")
-    lowered = _runtime.lowered
+    lowered, sharding = _runtime.lowered, _runtime.sharding
     tf_fetches = _map_fetches(fetches, lowered)
     tf_feed = {}
     for key, value in (feed_dict or {}).items():
         if not isinstance(key, Tensor) or key not in lowered.tensors:
             raise ValueError(f"run: feed key {key!r} is not a tensor of the recorded graph")
-        value = np.asarray(value)
-        if tuple(value.shape) != tuple(key.shape):
-            raise ValueError(f"run: fed {key.op.name} a value of shape {tuple(value.shape)}; "
-                             f"the placeholder has shape {tuple(key.shape)}")
-        tf_feed[lowered.tensors[key]] = value
-    return _runtime.session.run(tf_fetches, feed_dict=tf_feed)
+        tf_feed[lowered.tensors[key]] = _local_feed(key, np.asarray(value), sharding)
+    values = _runtime.session.run(tf_fetches, feed_dict=tf_feed)
+    if sharding is None:
+        return values
+    return _assemble(fetches, values, sharding)
+
+
+def _local_feed(key: Tensor, value: np.ndarray, sharding) -> np.ndarray:
+    """This rank's part of a fed value: the full batch is sliced to the rank's shard; a
+    value already of the shard's shape is taken as that shard."""
+    if tuple(value.shape) == tuple(key.shape):
+        if sharding is None:
+            return value
+        return value[sharding.layout_of(key).shard_slices(world().rank, key.shape)]
+    if sharding is not None and tuple(value.shape) == sharding.layout_of(key).local_shape(key.shape):
+        return value
+    want = f"{tuple(key.shape)}" + (f" (or this rank's slice, "
+                                    f"{sharding.layout_of(key).local_shape(key.shape)})" if sharding else "")
+    raise ValueError(f"run: fed {key.op.name} a value of shape {tuple(value.shape)}; the placeholder "
+                     f"has shape {want}")
+
+
+def _assemble(fetches, values, sharding):
+    """Fetched shards gathered into full logical values (only what was fetched)."""
+    if isinstance(fetches, Tensor):
+        layout = sharding.layout_of(fetches)
+        if all(a == -1 for a in layout.tensor_map):
+            return values
+        blocks = _runtime.comm.allgather(values)
+        full = np.empty(tuple(fetches.shape), dtype=blocks[0].dtype)
+        for rank, block in enumerate(blocks):
+            full[layout.shard_slices(rank, fetches.shape)] = block
+        return full
+    if isinstance(fetches, dict):
+        return {k: _assemble(v, values[k], sharding) for k, v in fetches.items()}
+    if isinstance(fetches, (list, tuple)):
+        return type(fetches)(_assemble(f, v, sharding) for f, v in zip(fetches, values))
+    return values
 
 
 def _map_fetches(fetches, lowered: Lowered):

@@ -26,7 +26,8 @@ from tensoropt.configs import Config, enumerate_configs, input_layout, output_la
 from tensoropt.costs import CostModel, EdgeAlternative
 from tensoropt.plan import OpConfig, Plan
 
-__all__ = ["SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs"]
+__all__ = ["SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs",
+           "steps_to_json", "sample_plan"]
 
 
 @dataclass
@@ -105,6 +106,14 @@ class _Space:
         return grid[table.src_ids[:, None], table.dst_ids[None, :]]
 
 
+def steps_to_json(conversion) -> list[dict] | None:
+    """A conversion's steps as plain data (``reschedule.Step`` fields, layouts as text)."""
+    if conversion is None:
+        return None
+    return [{"kind": s.kind, "src": str(s.src), "dst": str(s.dst), "axis": s.axis,
+             "src_dim": s.src_dim, "dst_dim": s.dst_dim} for s in conversion.steps]
+
+
 def _unique(layouts):
     index: dict = {}
     ids = np.array([index.setdefault(lay, len(index)) for lay in layouts], dtype=np.int64)
@@ -139,7 +148,10 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
                       "consumer": table.consumer.name, "input": table.in_index,
                       "src_layout": str(table.src_layouts[table.src_ids[k]]),
                       "dst_layout": str(table.dst_layouts[table.dst_ids[p]]),
-                      "forward": alt.forward, "reuse": alt.reuse})
+                      "forward": str(alt.forward), "reuse": alt.reuse,
+                      "forward_steps": steps_to_json(alt.forward),
+                      "backward_steps": steps_to_json(alt.backward),
+                      "rebuild_steps": steps_to_json(alt.rebuild)})
     return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
                 time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
 
@@ -183,6 +195,19 @@ def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: in
     stats = {"build_s": t1 - t0, "track_s": t2 - t1, "unroll_s": time.perf_counter() - t2,
              "frontier": dict(result.stats)}
     return SearchResult(plans, {op.name: len(space.configs[op]) for op in space.ops}, stats, space)
+
+
+def sample_plan(space: _Space, rng, option: str = "sampled") -> Plan:
+    """A random strategy: a random configuration per op and a random alternative per edge
+    (for tests and for estimated-vs-measured benchmarks)."""
+    chosen = {op: space.configs[op][rng.integers(len(space.configs[op]))] for op in space.ops}
+    alt_choice = {}
+    for e, table in enumerate(space.edges):
+        k = space.configs[table.producer].index(chosen[table.producer])
+        p = space.configs[table.consumer].index(chosen[table.consumer])
+        alternatives = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
+        alt_choice[e] = int(rng.integers(len(alternatives)))
+    return plan_from_configs(space, chosen, alt_choice, option)
 
 
 def data_parallel_configs(space: _Space) -> dict:

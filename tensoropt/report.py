@@ -1,0 +1,106 @@
+"""Readable tables and plots of frontiers and parallelism profiles.
+
+Usage::
+
+    print(frontier_table(result))
+    plot_frontier(result, "frontier.png", title="transformer on paper-v100x16")
+"""
+
+from __future__ import annotations
+
+from statistics import mean
+
+__all__ = ["frontier_rows", "frontier_table", "profile_table", "plot_frontier", "turning_point"]
+
+GIB = 2.0 ** 30
+
+
+def frontier_rows(result) -> list[dict]:
+    return [{"memory_gib": p.memory_bytes / GIB, "time_s": p.time_s, "network_s": p.network_s,
+             "compute_s": p.compute_s} for p in result.plans]
+
+
+def turning_point(plans) -> int:
+    """Index of the frontier's knee: the point farthest below the chord joining its ends
+    (in axes normalized to [0, 1]), where adding memory stops buying much time."""
+    if len(plans) < 3:
+        return 0
+    m0, m1 = plans[0].memory_bytes, plans[-1].memory_bytes
+    t0, t1 = plans[0].time_s, plans[-1].time_s
+    best, best_i = -1.0, 0
+    for i, p in enumerate(plans):
+        x = (p.memory_bytes - m0) / ((m1 - m0) or 1.0)
+        y = (p.time_s - t1) / ((t0 - t1) or 1.0)
+        below = (1.0 - x) - y  # distance below the chord y = 1 - x
+        if below > best:
+            best, best_i = below, i
+    return best_i
+
+
+def frontier_table(result, model: str = "", cluster: str = "") -> str:
+    plans = result.plans
+    dp = result.data_parallel_plan()
+    knee = turning_point(plans)
+    lines = [f"frontier of {model} on {cluster}: {len(plans)} plans "
+             f"({plans[0].parallelism} devices)",
+             f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
+    for i, p in enumerate(plans):
+        mark = "  <- turning point" if i == knee else ""
+        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.4f} {p.time_s:>11.5f} {p.network_s:>11.5f} "
+                     f"{p.compute_s:>11.5f}{mark}")
+    lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.4f} {dp.time_s:>11.5f} {dp.network_s:>11.5f} "
+                 f"{dp.compute_s:>11.5f}  (data parallel, same cost model)")
+    counts = list(result.configs_per_op.values())
+    s = result.stats
+    lines.append(f"search: {s['build_s']:.2f} s building costs, {s['track_s']:.2f} s Frontier-Tracking, "
+                 f"{s['unroll_s']:.2f} s unrolling; configurations per op: mean {mean(counts):.1f}, "
+                 f"max {max(counts)} over {len(counts)} ops; eliminations: "
+                 f"{_elims(s['frontier'])}")
+    return "\n".join(lines)
+
+
+def _elims(stats: dict) -> str:
+    keys = ("node_eliminations", "edge_eliminations", "branch_eliminations", "heuristic_eliminations")
+    return ", ".join(f"{k.split('_')[0]} {stats.get(k, 0)}" for k in keys)
+
+
+def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float | None = None) -> str:
+    lines = [f"best per-iteration time by parallelism, {model} on {cluster}"
+             + (f" (memory limit {limit_bytes / GIB:.2f} GiB/device)" if limit_bytes else ""),
+             f"{'devices':>8} {'TensorOpt s':>12} {'memory GiB':>11} {'least GiB':>10} "
+             f"{'data parallel s':>16} {'DP GiB':>8} {'search s':>9}"]
+    for r in rows:
+        best = f"{r.plan.time_s:>12.5f} {r.plan.memory_bytes / GIB:>11.3f}" if r.plan else \
+            f"{'OOM':>12} {'-':>11}"
+        dp_fits = limit_bytes is None or r.data_parallel.memory_bytes <= limit_bytes
+        dp = f"{r.data_parallel.time_s:>16.5f}" if dp_fits else f"{'OOM':>16}"
+        lines.append(f"{r.parallelism:>8} {best} {r.least_memory_bytes / GIB:>10.3f} {dp} "
+                     f"{r.data_parallel.memory_bytes / GIB:>8.2f} {r.search_s:>9.2f}")
+    return "\n".join(lines)
+
+
+def plot_frontier(result, path: str, title: str = "") -> None:
+    """Draws the frontier as in the paper's Figure 6: time, network and compute vs memory."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plans = result.plans
+    mem = [p.memory_bytes / GIB for p in plans]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.step(mem, [p.time_s for p in plans], where="post", label="TensorOpt frontier", color="C0")
+    ax.plot(mem, [p.network_s for p in plans], ":", label="network time", color="C2")
+    ax.plot(mem, [p.compute_s for p in plans], ":", label="computation time", color="C1")
+    dp = result.data_parallel_plan()
+    ax.scatter([dp.memory_bytes / GIB], [dp.time_s], marker="x", color="C3", label="data parallel")
+    knee = turning_point(plans)
+    ax.scatter([mem[knee]], [plans[knee].time_s], marker="o", facecolors="none", color="k",
+               label="turning point")
+    ax.set_xlabel("memory per device (GiB)")
+    ax.set_ylabel("per-iteration time (s)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,172 @@
+"""``find_strategy``'s three options on top of the frontier search.
+
+- ``mini_time``: the fastest frontier plan whose memory per device fits the limit, at
+  the given parallelism.
+- ``mini_parallelism``: the smallest device count with any plan under the limit (and
+  its fastest such plan).
+- ``profiling``: for each device count, the best time and its plan, running nothing.
+
+The memory limit defaults to the device's memory / 1.1, the paper's safety margin for
+what the cost model leaves out (kernel workspace, communication buffers).
+
+Usage::
+
+    plan = choose_plan(graph, "paper-v100x16", option="mini_time", parallelism=16)
+    table = profile_parallelisms(graph, "paper-v100x16", [1, 2, 4, 8, 16])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from tensoropt.costs import CostModel
+from tensoropt.plan import Plan
+from tensoropt.search import SearchResult, search_frontier
+
+__all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "make_cost_model", "frontier_for", "choose_plan",
+           "profile_parallelisms", "ProfileRow", "candidate_parallelisms"]
+
+SAFETY_MARGIN = 1.1
+
+
+class NoPlanFitsError(ValueError):
+    """No plan fits the memory limit; the message says what would."""
+
+
+def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analytical") -> CostModel:
+    """A CostModel for ``graph`` on ``num_devices`` devices of ``cluster``.
+
+    Args:
+        cluster: a ``tensoropt.cluster.Cluster`` (or a preset name / file path).
+        cost_model: "analytical" (roofline compute, alpha-beta links) or "profiled"
+            (measured compute and calibrated collectives; needs ``tensoropt calibrate``).
+    """
+    from tensoropt.cluster import get_cluster
+    from tensoropt.collectives import AnalyticalCollectives, ProfiledCollectives
+
+    cluster = get_cluster(cluster, devices=num_devices) if not hasattr(cluster, "devices") else \
+        cluster.scaled(num_devices)
+    if cost_model == "analytical":
+        return CostModel(graph, num_devices, AnalyticalCollectives(cluster), cluster.peak_flops)
+    if cost_model == "profiled":
+        from tensoropt.profiler import ComputeProfiler
+
+        collectives = ProfiledCollectives.from_file(None)
+        return CostModel(graph, num_devices, collectives, cluster.peak_flops,
+                         compute=ComputeProfiler())
+    raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
+
+
+def frontier_for(graph, cluster, num_devices: int, cost_model: str = "analytical",
+                 progress: Callable | None = None, threads: int = 1) -> SearchResult:
+    model = make_cost_model(graph, cluster, num_devices, cost_model)
+    return search_frontier(graph, model, progress=progress, threads=threads)
+
+
+def _memory_limit(cluster, memory_limit: float | None) -> float:
+    return cluster.memory_bytes / SAFETY_MARGIN if memory_limit is None else float(memory_limit)
+
+
+def _fastest_fitting(plans: Sequence[Plan], limit: float) -> Plan | None:
+    fitting = [p for p in plans if p.memory_bytes <= limit]
+    return min(fitting, key=lambda p: p.time_s) if fitting else None
+
+
+def candidate_parallelisms(max_devices: int) -> list[int]:
+    """1, 2, 4, ... up to ``max_devices``, and ``max_devices`` itself."""
+    out, n = [], 1
+    while n < max_devices:
+        out.append(n)
+        n *= 2
+    return out + [max_devices]
+
+
+def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float | None = None,
+                parallelism: int | None = None, cost_model: str = "analytical",
+                progress: Callable | None = None) -> Plan:
+    """The plan ``option`` asks for; the returned plan carries ``frontier`` and ``data_parallel``.
+
+    Raises:
+        NoPlanFitsError: when no plan fits; it gives the least memory any plan needs and
+            the smallest device count that would fit.
+    """
+    from tensoropt.cluster import get_cluster
+
+    cluster = get_cluster(cluster) if isinstance(cluster, str) else cluster
+    limit = _memory_limit(cluster, memory_limit)
+    if option == "mini_time":
+        n = parallelism or cluster.devices
+        result = frontier_for(graph, cluster, n, cost_model, progress)
+        plan = _fastest_fitting(result.plans, limit)
+        if plan is None:
+            raise _no_fit(graph, cluster, n, result, limit, cost_model)
+        return _annotate(plan, "mini_time", result)
+    if option == "mini_parallelism":
+        last = None
+        for n in candidate_parallelisms(parallelism or cluster.devices):
+            result = frontier_for(graph, cluster, n, cost_model, progress)
+            plan = _fastest_fitting(result.plans, limit)
+            if plan is not None:
+                return _annotate(plan, "mini_parallelism", result)
+            last = (n, result)
+        raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model)
+    raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
+                     "profile_parallelisms for profiling")
+
+
+def _annotate(plan: Plan, option: str, result: SearchResult) -> Plan:
+    plan.option = option
+    plan.frontier = result.plans
+    plan.data_parallel = result.data_parallel_plan()
+    return plan
+
+
+def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str) -> NoPlanFitsError:
+    least = min(p.memory_bytes for p in result.plans)
+    fits_at = None
+    for m in (2 * n, 4 * n, 8 * n, 16 * n):
+        try:
+            bigger = frontier_for(graph, cluster, m, cost_model)
+        except ValueError:
+            break
+        if _fastest_fitting(bigger.plans, limit) is not None:
+            fits_at = m
+            break
+    where = (f"the smallest device count that fits is {fits_at}" if fits_at else
+             f"no device count up to {16 * n} fits either")
+    gib = 2.0 ** 30
+    return NoPlanFitsError(
+        f"no plan for {n} device(s) fits in {limit / gib:.3f} GiB per device: the least memory any "
+        f"plan needs is {least / gib:.3f} GiB ({least:.0f} bytes); {where}. Raise memory_limit to at "
+        f"least {least:.0f}, use more devices, or shrink the model/batch")
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One device count: the best plan under the limit, or None, and the frontier's extent."""
+
+    parallelism: int
+    plan: Plan | None
+    least_memory_bytes: float
+    data_parallel: Plan
+    search_s: float
+
+
+def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_limit: float | None = None,
+                         cost_model: str = "analytical", progress: Callable | None = None) -> list[ProfileRow]:
+    """The best per-iteration time for each device count, without running the job."""
+    from tensoropt.cluster import get_cluster
+
+    cluster = get_cluster(cluster) if isinstance(cluster, str) else cluster
+    limit = _memory_limit(cluster, memory_limit)
+    rows = []
+    for n in parallelisms:
+        result = frontier_for(graph, cluster, n, cost_model, progress)
+        plan = _fastest_fitting(result.plans, limit)
+        if plan is not None:
+            _annotate(plan, "profiling", result)
+        seconds = result.stats["build_s"] + result.stats["track_s"] + result.stats["unroll_s"]
+        rows.append(ProfileRow(n, plan, min(p.memory_bytes for p in result.plans),
+                               result.data_parallel_plan(), seconds))
+    return rows

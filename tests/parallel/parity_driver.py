@@ -1,0 +1,180 @@
+"""Run under ``mpirun -np 4``: trains tiny models under many plans, and compares each with
+a single-process run of the same script (same initial values, same batches).
+
+Usage: parity_driver.py OUT.json [model ...]. Rank 0 writes, per model and plan, the
+largest relative differences of losses and final parameters, the plan's description and
+the collectives each rank issued per step by kind.
+"""
+
+import json
+import sys
+
+import numpy as np
+
+import tensoropt as to
+from tensoropt._tf import import_tensorflow
+from tensoropt.costs import CostModel
+from tensoropt.lowering import lower_graph
+from tensoropt.search import sample_plan, search_frontier
+
+STEPS = 3
+N = 4
+
+
+class AlphaBeta:
+    """Prices collectives for the plans' search; any positive prices serve these tests."""
+
+    def time_s(self, collective, nbytes, group_size, stride):
+        factor = 2.0 if collective == "allreduce" else 1.0
+        return factor * (group_size - 1) * (1e-5 + nbytes / group_size / 1e9) * (1 + stride / 8)
+
+
+def mlp():
+    x = to.placeholder(to.float32, [8, 12], name="x")
+    y = to.placeholder(to.int32, [8], name="y")
+    h = x
+    for i, width in enumerate([16, 8]):
+        w = to.get_variable(f"fc{i}/w", [h.shape[1], width], initializer=to.glorot_uniform_initializer(seed=i))
+        b = to.get_variable(f"fc{i}/b", [width], initializer=to.random_normal_initializer(stddev=0.1, seed=9 + i))
+        h = to.nn.relu(to.matmul(h, w) + b)
+    wo = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=7))
+    logits = to.matmul(h, wo)
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+    def feed(rng):
+        return {x: rng.normal(size=(8, 12)).astype(np.float32), y: rng.integers(0, 4, 8).astype(np.int32)}
+
+    return loss, feed
+
+
+def cnn():
+    x = to.placeholder(to.float32, [8, 8, 8, 4], name="images")
+    y = to.placeholder(to.int32, [8], name="labels")
+    w1 = to.get_variable("conv1/w", [3, 3, 4, 8], initializer=to.glorot_uniform_initializer(seed=1))
+    h = to.nn.relu(to.nn.conv2d(x, w1, strides=1, padding="SAME"))
+    h = to.nn.max_pool2d(h, 2, 2, "VALID")
+    w2 = to.get_variable("conv2/w", [3, 3, 8, 8], initializer=to.glorot_uniform_initializer(seed=2))
+    h = to.nn.conv2d(h, w2, strides=1, padding="SAME")
+    mean, variance = to.nn.moments(h, axes=[0, 1, 2])
+    gamma = to.get_variable("bn/gamma", [8], initializer=to.ones_initializer())
+    beta = to.get_variable("bn/beta", [8], initializer=to.zeros_initializer())
+    h = to.nn.avg_pool2d(to.nn.relu(to.nn.batch_normalization(h, mean, variance, beta, gamma, 1e-3)),
+                         2, 2, "VALID")
+    flat = to.reshape(h, [8, 32])
+    wo = to.get_variable("fc/w", [32, 4], initializer=to.glorot_uniform_initializer(seed=3))
+    bo = to.get_variable("fc/b", [4], initializer=to.zeros_initializer())
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=y, logits=to.nn.bias_add(to.matmul(flat, wo), bo)))
+
+    def feed(rng):
+        return {x: rng.normal(size=(8, 8, 8, 4)).astype(np.float32), y: rng.integers(0, 4, 8).astype(np.int32)}
+
+    return loss, feed
+
+
+def transformer():
+    b, s, v, d, heads = 4, 4, 12, 8, 2
+    tokens = to.placeholder(to.int32, [b, s], name="tokens")
+    targets = to.placeholder(to.int32, [b, s], name="targets")
+    emb = to.get_variable("embedding", [v, d], initializer=to.random_normal_initializer(stddev=0.5, seed=1))
+    x = to.nn.embedding_lookup(emb, tokens)
+    qkv_w = to.get_variable("qkv/w", [d, 3 * d], initializer=to.glorot_uniform_initializer(seed=2))
+    qkv = to.reshape(to.matmul(to.reshape(x, [b * s, d]), qkv_w), [b, s, 3 * d])
+    q, k, val = to.split(qkv, 3, axis=2)
+
+    def heads_of(t):
+        return to.transpose(to.reshape(t, [b, s, heads, d // heads]), [0, 2, 1, 3])
+
+    scores = to.matmul(heads_of(q), heads_of(k), transpose_b=True) * 0.5
+    ctx = to.matmul(to.nn.softmax(scores), heads_of(val))
+    ctx = to.reshape(to.transpose(ctx, [0, 2, 1, 3]), [b, s, d])
+    h = to.contrib.layers.layer_norm(x + ctx, epsilon=1e-6)
+    ff_w = to.get_variable("ff/w", [d, 16], initializer=to.glorot_uniform_initializer(seed=3))
+    ff = to.nn.gelu(to.matmul(to.reshape(h, [b * s, d]), ff_w))
+    out_w = to.get_variable("out/w", [16, v], initializer=to.glorot_uniform_initializer(seed=4))
+    logits = to.matmul(ff, out_w)
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=to.reshape(targets, [b * s]), logits=logits))
+
+    def feed(rng):
+        return {tokens: rng.integers(0, v, (b, s)).astype(np.int32),
+                targets: rng.integers(0, v, (b, s)).astype(np.int32)}
+
+    return loss, feed
+
+
+def lstm():
+    b, t, d, h, v = 4, 3, 4, 8, 6
+    x = to.placeholder(to.float32, [b, t, d], name="x")
+    y = to.placeholder(to.int32, [b], name="y")
+    cell = to.nn.rnn_cell.MultiRNNCell([to.nn.rnn_cell.LSTMCell(h), to.nn.rnn_cell.LSTMCell(h)])
+    outputs, state = to.nn.dynamic_rnn(cell, x, dtype=to.float32)
+    w = to.get_variable("proj/w", [h, v], initializer=to.glorot_uniform_initializer(seed=5))
+    logits = to.matmul(state[-1].h, w) + to.reduce_sum(outputs) * 0.01
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+    def feed(rng):
+        return {x: rng.normal(size=(b, t, d)).astype(np.float32), y: rng.integers(0, v, b).astype(np.int32)}
+
+    return loss, feed
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "lstm": lstm}
+
+
+def reference(graph, loss, train_op, feeds):
+    tf = import_tensorflow()
+    lowered = lower_graph(graph, tf)
+    with tf.compat.v1.Session(graph=lowered.tf_graph) as sess:
+        sess.run(lowered.init_op)
+        losses = []
+        for feed in feeds:
+            tf_feed = {lowered.tensors[k]: v for k, v in feed.items()}
+            losses.append(sess.run([lowered.tensors[loss], lowered.train_ops[id(train_op)]], tf_feed)[0])
+        params = sess.run({v.op.name: lowered.variables[v] for v in graph.trainable_variables})
+    return np.array(losses), params
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
+
+
+def main(out_path, names):
+    world = to.init()
+    results = []
+    for name in names:
+        to.reset_default_graph()
+        loss, make_feed = MODELS[name]()
+        train_op = to.train.AdamOptimizer(0.01).minimize(loss)
+        graph = to.get_default_graph()
+        rng = np.random.default_rng(0)
+        feeds = [make_feed(rng) for _ in range(STEPS)]
+        ref_losses, ref_params = reference(graph, loss, train_op, feeds)
+        search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
+        plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
+        sample_rng = np.random.default_rng(123)
+        plans += [sample_plan(search.space, sample_rng) for _ in range(8)]
+        variables = graph.trainable_variables
+        for index, plan in enumerate(plans):
+            to.build_execution_graph(plan=plan)
+            losses = [to.run([loss, train_op], feed)[0] for feed in feeds]
+            counts = dict(to.runtime._runtime.sharding.collectives.counts)
+            params = to.run({v.op.name: v for v in variables})
+            if world.rank == 0:
+                results.append({
+                    "model": name, "plan": index, "option": plan.option,
+                    "loss_rel": rel(losses, ref_losses),
+                    "param_rel": max(rel(params[k], ref_params[k]) for k in ref_params),
+                    "losses": [float(v) for v in losses], "reference": [float(v) for v in ref_losses],
+                    "steps": sorted({e["forward"] for e in plan.edges}),
+                    "reuse": sorted({e["reuse"] for e in plan.edges}),
+                    "collectives": counts,
+                })
+    if world.rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:] or list(MODELS))
