@@ -17,9 +17,11 @@ Method (``measure``):
 3. Backward is ``tf.gradients(outputs, float inputs, grad_ys=dy)`` with ``dy`` random
    variables of the output shapes, so no extra reduction is timed. Gradients flow to
    every float input, matching the FLOP counts of the op definitions.
-4. One step is one ``session.run`` fetching a single element of every forward output
-   and every gradient (fetching forces the computation: Grappler prunes work reached
-   only through a ``tf.group``; one element avoids timing a copy of whole tensors).
+4. The session is configured as ``tensoropt.runtime`` configures training: the given
+   intra-op threads, one inter-op thread, Grappler's meta-optimizer off. One step is
+   one ``session.run`` fetching a single element of every forward output and every
+   gradient (a fetch forces the computation even where Grappler would prune work that
+   only a ``tf.group`` needs; one element avoids timing a copy of whole tensors).
    After ``warmup`` steps, steps are timed until at least ``min_runs`` ran and
    ``min_time_s`` passed (at most ``max_runs``). The result is the median step minus
    the overhead, floored at 0. The overhead is the median of an otherwise empty
@@ -136,7 +138,8 @@ class ComputeProfiler:
     Args:
         cache_path: the JSON profile file; default ``default_cache_path()``
             (``~/.cache/tensoropt/compute-profile.json``); None keeps it in memory only.
-        threads: TensorFlow intra-op threads (None: TensorFlow's default, all CPUs).
+        threads: TensorFlow intra-op threads; None reads ``TENSOROPT_THREADS`` (as
+            ``tensoropt.runtime`` does), else TensorFlow's default, all CPUs.
         warmup: untimed steps before timing.
         min_runs: the fewest timed steps.
         max_runs: the most timed steps.
@@ -164,6 +167,8 @@ class ComputeProfiler:
             raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
         if warmup < 0 or min_time_s < 0:
             raise ValueError(f"warmup={warmup}, min_time_s={min_time_s}: both must be >= 0")
+        if threads is None and os.environ.get("TENSOROPT_THREADS", "0") not in ("", "0"):
+            threads = int(os.environ["TENSOROPT_THREADS"])
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads}: give a positive thread count, or None for all CPUs")
         if statistic not in _STATISTICS:
@@ -226,9 +231,11 @@ class ComputeProfiler:
             target = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
             init = tf.compat.v1.global_variables_initializer()
-        n = self.threads or 0
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=n, inter_op_parallelism_threads=n,
-                                          device_count={"GPU": 0})
+        # The session is configured as tensoropt.runtime configures the training session:
+        # intra-op threads as given, one inter-op thread, Grappler off.
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.threads or 0,
+                                          inter_op_parallelism_threads=1, device_count={"GPU": 0})
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
         with tf.compat.v1.Session(graph=graph, config=config) as sess:
             sess.run(init)
             for _ in range(self.warmup):

@@ -68,6 +68,15 @@ def test_machine_is_part_of_the_key():
     assert set(machine) == {"tensorflow", "cpu", "threads", "statistic"} and machine["threads"] == 1
 
 
+def test_threads_follow_the_runtimes_setting(monkeypatch):
+    monkeypatch.setenv("TENSOROPT_THREADS", "1")
+    p = ComputeProfiler(cache_path=None)
+    assert p.threads == 1
+    a, _, _ = two_layers()
+    assert json.loads(p.key(local_shard(a, Config((1,), (None,)))).split("|", 1)[0])["threads"] == 1
+    assert ComputeProfiler(cache_path=None, threads=2).threads == 2
+
+
 def test_file_round_trips(tmp_path):
     path = tmp_path / "sub" / "profile.json"
     a, _, c = two_layers()
