@@ -1,13 +1,6 @@
-"""The providers behind the cost model.
-
-``CostModel`` does not take a compute provider yet; ``WithCompute`` is the proposed
-``CostModel(..., compute=provider)`` edit written as a subclass, so the search can be
-run on profiled compute times today.
-"""
+"""The providers behind the cost model: ``CostModel(..., compute=provider)``."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import pytest
 
@@ -25,15 +18,6 @@ class AlphaBeta:
         return 0.0 if group_size == 1 else 1e-5 + nbytes / 1e10
 
 
-class WithCompute(CostModel):
-    def __init__(self, graph, num_devices, collectives, compute):
-        super().__init__(graph, num_devices, collectives, peak_flops=1.0)
-        self.compute = compute
-
-    def op_cost(self, op, config):
-        return dataclasses.replace(super().op_cost(op, config), compute_s=self.compute.compute_s(op, config))
-
-
 def mlp():
     x = to.placeholder(to.float32, [64, 128], name="x")
     y = to.placeholder(to.int32, [64], name="y")
@@ -47,7 +31,7 @@ def mlp():
 def test_analytical_provider_is_the_cost_models_roofline():
     graph = mlp()
     own = CostModel(graph, 4, AlphaBeta(), peak_flops=3e10)
-    provided = WithCompute(graph, 4, AlphaBeta(), AnalyticalCompute(3e10))
+    provided = CostModel(graph, 4, AlphaBeta(), peak_flops=1.0, compute=AnalyticalCompute(3e10))
     pairs = 0
     for op in graph.operations:
         for config in enumerate_configs(op, 4):
@@ -59,7 +43,7 @@ def test_analytical_provider_is_the_cost_models_roofline():
 def test_search_runs_on_profiled_compute():
     graph = mlp()
     profiler = ComputeProfiler(cache_path=None, warmup=1, min_runs=3, max_runs=3, min_time_s=0.0)
-    result = search_frontier(graph, WithCompute(graph, 2, AlphaBeta(), profiler))
+    result = search_frontier(graph, CostModel(graph, 2, AlphaBeta(), peak_flops=1.0, compute=profiler))
     assert result.plans
     measured = profiler.measurements
     assert measured > 0
