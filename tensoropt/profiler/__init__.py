@@ -16,6 +16,11 @@ Usage::
     profiler = ComputeProfiler()                 # ~/.cache/tensoropt/compute-profile.json
     profiler.compute_s(op, config)
     profile_graph(graph, num_devices=4, profiler=profiler)   # every op x every config
+    CostModel(graph, 4, collectives, peak_flops, compute=profiler)
+
+Modules: ``_analytical`` (the interface and the roofline; no TensorFlow), ``_shard``
+(what one device computes, and the cache key), ``_cache`` (the versioned JSON file),
+``_measure`` (timing in TensorFlow; the method is in its docstring), ``__main__`` (CLI).
 
 Command line: ``python -m tensoropt.profiler --help``.
 """

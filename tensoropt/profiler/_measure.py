@@ -199,6 +199,11 @@ class ComputeProfiler:
         """Forward + backward seconds of ``op``'s local shard under ``config``.
 
         Measured on the first request for its key, then served from the cache.
+
+        Raises:
+            ValueError: for an input dtype other than float32/int32.
+            tensorflow.errors.OpError: if TensorFlow cannot run the shard (a bug in the
+                op's lowering or in the inputs made for it).
         """
         if op.kind in SOURCE_KINDS:
             return 0.0
