@@ -188,6 +188,15 @@ class CostModel:
             for d in space.reductions:
                 if d in dim_axes:
                     sync += self.allreduce_s(nbytes, config.mesh, dim_axes[d])
+        # a fused LSTM with its hidden units split gathers h each step after the first,
+        # and all-reduces that gather's (partial) gradient in backward
+        if op.kind == "lstm" and "h" in dim_axes:
+            axis = dim_axes["h"]
+            gathered = local["b"] * space.dims["h"] * op.outputs[0].dtype.itemsize
+            per_step = (self.collectives.time_s("allgather", gathered, config.mesh[axis],
+                                                _axis_stride(config.mesh, axis))
+                        + self.allreduce_s(gathered, config.mesh, axis))
+            sync += (space.dims["t"] - 1) * per_step
         # backward: input gradients are partial over axes splitting a dim the input lacks
         for i, t in enumerate(op.inputs):
             if t not in self.grad:
@@ -215,8 +224,9 @@ class CostModel:
         Args:
             producer_keeps: the producer keeps ``tensor`` (in ``src``) for backward.
             consumer_keeps: the consumer keeps it (in ``dst``) for backward.
-            producer_pinned: the producer's copy can never be dropped (a parameter):
-                only "keep_both" and "keep_producer" apply.
+            producer_pinned: the producer's copy cannot be dropped (a parameter, or an op
+                whose backward cannot be computed from a rebuilt output): only
+                "keep_both" and "keep_producer" apply.
         """
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
         fwd = self.conversion(src, dst, shape, itemsize)

@@ -45,9 +45,10 @@ def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
     """Builds the TensorFlow graph of every recorded op and training step.
 
     Args:
-        sharding: None for one device, or an object with ``context(op)``,
-            ``inputs(op, tensors)`` and ``outputs(op, tensors)`` (``tensoropt.execution``);
-            its ``begin(tf)`` is called inside the new graph first.
+        sharding: None for one device, or an object (``tensoropt.execution.PlanSharding``)
+            with ``begin(tf)``, called inside the new graph first, and
+            ``lower(op, inputs)``, which builds this process's shard of ``op`` from the
+            producers' local outputs.
     """
     tf_graph = tf.Graph()
     lowered = Lowered(tf_graph)
@@ -61,8 +62,7 @@ def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
             if sharding is None:
                 outputs = op.op_def.lower(tf, op, inputs, whole_tensor_context(op, graph.seed))
             else:
-                inputs = sharding.inputs(op, inputs)
-                outputs = sharding.outputs(op, op.op_def.lower(tf, op, inputs, sharding.context(op)))
+                outputs = sharding.lower(op, inputs)
             assert len(outputs) == len(op.outputs), (op.name, len(outputs), len(op.outputs))
             for t, out in zip(op.outputs, outputs):
                 lowered.tensors[t] = out

@@ -93,7 +93,7 @@ class _Space:
             for v, dst in enumerate(dst_list):
                 alternatives[(u, v)] = self.model.edge_alternatives(
                     tensor, src, dst, producer_keeps, consumer_keeps,
-                    producer_pinned=producer.kind == "variable")
+                    producer_pinned=not producer.op_def.grad_from_output_ok)
         return _EdgeTable(producer, out_index, consumer, in_index, src_ids, dst_ids, src_list,
                           dst_list, alternatives)
 

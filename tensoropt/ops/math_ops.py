@@ -48,12 +48,26 @@ def _tf_function(tf, path: str):
     return obj
 
 
+# d(input) from the output y and dy, for the ops whose backward keeps their output
+_GRAD_FROM_OUTPUT = {
+    "relu": lambda tf, y, dy: dy * tf.cast(y > 0, dy.dtype),
+    "tanh": lambda tf, y, dy: dy * (1.0 - y * y),
+    "sigmoid": lambda tf, y, dy: dy * y * (1.0 - y),
+    "sqrt": lambda tf, y, dy: dy * 0.5 / y,
+    "rsqrt": lambda tf, y, dy: dy * -0.5 * y * y * y,
+    "exp": lambda tf, y, dy: dy * y,
+}
+
+
 class UnaryDef(OpDef):
     """A unary elementwise op; subclasses are generated from ``_UNARY``."""
 
     tf_path = ""
     flops_per_element = 1.0
     keeps: str | None = None
+
+    def grad_from_output(self, tf, op, y, dy):
+        return _GRAD_FROM_OUTPUT[self.kind](tf, y, dy)
 
     def infer(self, op):
         if len(op.inputs) != 1:
@@ -75,7 +89,8 @@ class UnaryDef(OpDef):
 
 for _kind, (_path, _flops, _keeps) in _UNARY.items():
     register(type(f"{_kind.capitalize()}Def", (UnaryDef,), {
-        "kind": _kind, "tf_path": _path, "flops_per_element": _flops, "keeps": _keeps}))
+        "kind": _kind, "tf_path": _path, "flops_per_element": _flops, "keeps": _keeps,
+        "grad_from_output_ok": _kind in _GRAD_FROM_OUTPUT}))
 
 
 def _unary(kind: str, x, name: str | None, **attrs) -> Tensor:

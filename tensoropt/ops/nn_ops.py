@@ -55,6 +55,14 @@ class SoftmaxDef(OpDef):
         fn = tf.nn.log_softmax if self.log else tf.nn.softmax
         return [fn(inputs[0], axis=op.attrs["axis"])]
 
+    grad_from_output_ok = True
+
+    def grad_from_output(self, tf, op, y, dy):
+        axis = op.attrs["axis"]
+        if self.log:
+            return dy - tf.exp(y) * tf.reduce_sum(dy, axis=axis, keepdims=True)
+        return (dy - tf.reduce_sum(dy * y, axis=axis, keepdims=True)) * y
+
 
 @register
 class SoftmaxOpDef(SoftmaxDef):

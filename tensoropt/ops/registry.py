@@ -65,6 +65,14 @@ class OpDef:
     def lower(self, tf, op, inputs: Sequence[Any], ctx: LoweringContext) -> list[Any]:  # pragma: no cover
         raise NotImplementedError(f"op kind {self.kind!r} defines no lower()")
 
+    #: Whether ``grad_from_output`` exists: the op's backward needs only its output, so a
+    #: plan may drop the op's saved copy and rebuild it from a consumer's (tensor reuse).
+    grad_from_output_ok: ClassVar[bool] = False
+
+    def grad_from_output(self, tf, op, y, dy):  # pragma: no cover - only where supported
+        """The input gradient computed from the output ``y`` and its gradient ``dy``."""
+        raise NotImplementedError(f"op kind {self.kind!r} has no gradient from its output")
+
     # Helpers for error messages.
     @staticmethod
     def shapes_of(op) -> str:

@@ -79,8 +79,8 @@ class LSTMDef(OpDef):
 
     Dims: ``b`` (splittable), ``t`` (sequential), ``d`` and ``i`` (the contraction, kept
     whole: a partial sum cannot pass through the gate nonlinearities), ``h`` (splittable:
-    each step then all-gathers h, which the cost model counts as the op's own
-    communication). Backward keeps x, the outputs, and the gates and cell states of every
+    each step after the first then all-gathers h, which the cost model counts as the op's
+    own communication). Backward keeps x, the outputs, and the gates and cell states of every
     step.
     """
 
@@ -119,7 +119,10 @@ class LSTMDef(OpDef):
         h = tf.zeros([b, units], x.dtype)
         outputs = []
         for step in range(t):
-            h_full = h if units == full_units else gather_h(h)
+            if step == 0:  # the zero state: nothing to gather
+                h_full = tf.zeros([b, full_units], x.dtype)
+            else:
+                h_full = h if units == full_units else gather_h(h)
             z = tf.linalg.matmul(tf.concat([x[:, step, :], h_full], axis=1), kernel) + bias
             gates = tf.reshape(z, [b, units, 4])
             i, j, f, o = (gates[:, :, g] for g in range(4))

@@ -14,6 +14,7 @@ import numpy as np
 import tensoropt as to
 from tensoropt._tf import import_tensorflow
 from tensoropt.costs import CostModel
+from tensoropt.execution.accounting import expected_collectives
 from tensoropt.lowering import lower_graph
 from tensoropt.search import sample_plan, search_frontier
 
@@ -170,6 +171,7 @@ def main(out_path, names):
                     "steps": sorted({e["forward"] for e in plan.edges}),
                     "reuse": sorted({e["reuse"] for e in plan.edges}),
                     "collectives": counts,
+                    "expected_collectives": expected_collectives(graph, plan),
                 })
     if world.rank == 0:
         with open(out_path, "w") as f:
