@@ -6,6 +6,7 @@ Usage::
     tensoropt frontier --model paper_transformer --cluster paper-v100x16 [--devices 16]
                        [--json] [--plot frontier.png]
     tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
+    mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
 """
 
 from __future__ import annotations
@@ -146,10 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
     p.set_defaults(func=_cmd_profile)
+
+    p = sub.add_parser("calibrate", add_help=False,
+                       help="under mpirun: measure collectives per group shape and matmul FLOP/s "
+                            "(tensoropt calibrate --help)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["calibrate"]:  # its own parser, --help included
+        from tensoropt import calibrate
+
+        return calibrate.main(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

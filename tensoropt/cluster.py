@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Link", "Cluster", "PRESETS", "get_cluster", "preset_names", "DEFAULT_PROFILE_PATH",
+__all__ = ["Link", "Cluster", "PRESETS", "get_cluster", "local_cluster", "preset_names", "DEFAULT_PROFILE_PATH",
            "CLUSTER_FORMAT_VERSION"]
 
 CLUSTER_FORMAT_VERSION = 1
@@ -292,6 +292,31 @@ PRESETS: dict[str, Cluster] = {
 def preset_names() -> list[str]:
     """The preset names, plus ``local``."""
     return [*PRESETS, "local"]
+
+
+# Nominal numbers for CPU ranks of this machine kind (2 cores, shared memory), measured
+# once by ``tensoropt calibrate`` under mpirun -np 4: ~30 GFLOP/s of matmul per rank, and
+# ring collectives at ~0.6 GB/s with ~0.42 ms per step. Used only when no profile exists.
+NOMINAL_CPU_PEAK_FLOPS = 30e9
+NOMINAL_CPU_LINK = Link(bandwidth_bytes_per_s=0.6e9, latency_s=0.42e-3)
+
+
+def local_cluster(machines: int = 1, devices_per_machine: int = 1,
+                  profile: str | os.PathLike | None = None) -> Cluster:
+    """This job's cluster: the calibrated ``local`` one when a profile exists, else this
+    machine's shape with nominal CPU numbers, named ``local-uncalibrated`` so that plans
+    say their estimates are nominal (run ``tensoropt calibrate`` to measure them).
+    """
+    path = Path(profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE_PATH)
+    if path.exists():
+        return Cluster.from_profile(path)
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = 8 * 2**30
+    return Cluster(name="local-uncalibrated", machines=machines, devices_per_machine=devices_per_machine,
+                   memory_bytes=float(physical // devices_per_machine), peak_flops=NOMINAL_CPU_PEAK_FLOPS,
+                   intra=NOMINAL_CPU_LINK, inter=NOMINAL_CPU_LINK)
 
 
 def get_cluster(name_or_path: str | os.PathLike | Cluster, devices: int | None = None,

@@ -29,6 +29,7 @@ from reschedule import Layout, Step, plan_conversion, reuse_options
 from reschedule._steps import alltoallv_recv_elements, axis_groups
 
 from tensoropt.configs import Config, input_layout, local_dim_sizes, output_layout
+from tensoropt.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad"]
 
@@ -136,8 +137,9 @@ class CostModel:
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
                  compute=None):
         """Args:
-            compute: optional provider with ``compute_s(op, config)`` (e.g. measured);
-                default: the roofline, FLOPs of the shard / ``peak_flops``.
+            compute: a provider with ``compute_s(op, config)`` (``tensoropt.profiler``:
+                measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
+                ``peak_flops``).
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
@@ -145,7 +147,7 @@ class CostModel:
         self.num_devices = num_devices
         self.collectives = collectives
         self.peak_flops = float(peak_flops)
-        self.compute = compute
+        self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
         self.step_cost = StepCostFn(collectives)
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
@@ -177,10 +179,7 @@ class CostModel:
             for d in dims:
                 n *= local[d]
             saved += n * 4
-        if self.compute is not None:
-            compute = self.compute.compute_s(op, config)
-        else:
-            compute = space.flops / config.split_factor() / self.peak_flops
+        compute = self.compute.compute_s(op, config)
         sync = 0.0
         # forward: partial sums over axes that split a reduction dim
         for j, t in enumerate(op.outputs):

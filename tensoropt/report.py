@@ -46,10 +46,10 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
              f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
     for i, p in enumerate(plans):
         mark = "  <- turning point" if i == knee else ""
-        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.4f} {p.time_s:>11.5f} {p.network_s:>11.5f} "
-                     f"{p.compute_s:>11.5f}{mark}")
-    lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.4f} {dp.time_s:>11.5f} {dp.network_s:>11.5f} "
-                 f"{dp.compute_s:>11.5f}  (data parallel, same cost model)")
+        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.5g} {p.time_s:>11.5g} {p.network_s:>11.5g} "
+                     f"{p.compute_s:>11.5g}{mark}")
+    lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.5g} {dp.time_s:>11.5g} {dp.network_s:>11.5g} "
+                 f"{dp.compute_s:>11.5g}  (data parallel, same cost model)")
     counts = list(result.configs_per_op.values())
     s = result.stats
     lines.append(f"search: {s['build_s']:.2f} s building costs, {s['track_s']:.2f} s Frontier-Tracking, "
@@ -70,12 +70,12 @@ def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float |
              f"{'devices':>8} {'TensorOpt s':>12} {'memory GiB':>11} {'least GiB':>10} "
              f"{'data parallel s':>16} {'DP GiB':>8} {'search s':>9}"]
     for r in rows:
-        best = f"{r.plan.time_s:>12.5f} {r.plan.memory_bytes / GIB:>11.3f}" if r.plan else \
+        best = f"{r.plan.time_s:>12.5g} {r.plan.memory_bytes / GIB:>11.4g}" if r.plan else \
             f"{'OOM':>12} {'-':>11}"
         dp_fits = limit_bytes is None or r.data_parallel.memory_bytes <= limit_bytes
-        dp = f"{r.data_parallel.time_s:>16.5f}" if dp_fits else f"{'OOM':>16}"
-        lines.append(f"{r.parallelism:>8} {best} {r.least_memory_bytes / GIB:>10.3f} {dp} "
-                     f"{r.data_parallel.memory_bytes / GIB:>8.2f} {r.search_s:>9.2f}")
+        dp = f"{r.data_parallel.time_s:>16.5g}" if dp_fits else f"{'OOM':>16}"
+        lines.append(f"{r.parallelism:>8} {best} {r.least_memory_bytes / GIB:>10.4g} {dp} "
+                     f"{r.data_parallel.memory_bytes / GIB:>8.4g} {r.search_s:>9.2f}")
     return "\n".join(lines)
 
 

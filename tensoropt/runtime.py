@@ -179,10 +179,10 @@ def _broadcast(result):
 def local_cluster():
     """This job's cluster: measured by ``tensoropt calibrate`` if a profile exists, else
     this machine's shape with nominal CPU numbers (and a note saying so)."""
-    from tensoropt.cluster import local_cluster as measured_or_nominal  # noqa: PLC0415
+    from tensoropt import cluster  # noqa: PLC0415
 
     w = world()
-    return measured_or_nominal(machines=w.machines, devices_per_machine=w.devices_per_machine)
+    return cluster.local_cluster(machines=w.machines, devices_per_machine=w.devices_per_machine)
 
 
 def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
