@@ -99,41 +99,48 @@ class Layout:
         mesh = tuple(self.mesh)
         tmap = tuple(self.tensor_map)
         partial = frozenset(self.partial)
-        raw = _raw_text(mesh, tmap, partial) if _all_ints(mesh, tmap, partial) else repr(
-            (self.mesh, self.tensor_map, self.partial))
+
+        def raw() -> str:  # built only for an error message
+            return _raw_text(mesh, tmap, partial) if _all_ints(mesh, tmap, partial) else repr(
+                (self.mesh, self.tensor_map, self.partial))
         if not mesh:
-            raise ValueError(f"Layout {raw}: the mesh has no axes; use mesh=(1,) for one rank.")
+            raise ValueError(f"Layout {raw()}: the mesh has no axes; use mesh=(1,) for one rank.")
         for i, m in enumerate(mesh):
             if not _is_int(m) or m < 1:
                 raise ValueError(
-                    f"Layout {raw}: mesh axis {i} has size {m!r}; mesh sizes must be positive "
+                    f"Layout {raw()}: mesh axis {i} has size {m!r}; mesh sizes must be positive "
                     f"ints, e.g. mesh=(2, 4).")
         for d, a in enumerate(tmap):
             if not _is_int(a) or not -1 <= a < len(mesh):
                 raise ValueError(
-                    f"Layout {raw}: tensor dim {d} maps to mesh axis {a!r}, but the mesh "
+                    f"Layout {raw()}: tensor dim {d} maps to mesh axis {a!r}, but the mesh "
                     f"{list(mesh)} has axes 0..{len(mesh) - 1}; use one of those or -1 "
                     f"(not split).")
         for a in set(tmap) - {-1}:
             users = [d for d, b in enumerate(tmap) if b == a]
             if len(users) > 1:
                 raise ValueError(
-                    f"Layout {raw}: mesh axis {a} is used by tensor dims {users}; each mesh "
+                    f"Layout {raw()}: mesh axis {a} is used by tensor dims {users}; each mesh "
                     f"axis may split at most one tensor dim. Map all but one of them to -1 or "
                     f"to an unused mesh axis.")
         for a in sorted(partial, key=repr):
             if not _is_int(a) or not 0 <= a < len(mesh):
                 raise ValueError(
-                    f"Layout {raw}: partial axis {a!r} is not a mesh axis of {list(mesh)}; "
+                    f"Layout {raw()}: partial axis {a!r} is not a mesh axis of {list(mesh)}; "
                     f"partial axes must be in 0..{len(mesh) - 1}.")
             if a in tmap:
                 raise ValueError(
-                    f"Layout {raw}: mesh axis {a} is both partial and mapped to tensor dim "
+                    f"Layout {raw()}: mesh axis {a} is both partial and mapped to tensor dim "
                     f"{tmap.index(a)}; a partial axis holds pending sums of the same block, so "
                     f"it cannot also split a dim. Drop it from partial or from tensor_map.")
         object.__setattr__(self, "mesh", tuple(int(m) for m in mesh))
         object.__setattr__(self, "tensor_map", tuple(int(a) for a in tmap))
         object.__setattr__(self, "partial", frozenset(int(a) for a in partial))
+        # Layouts key the planner's dictionaries: hash once.
+        object.__setattr__(self, "_hash", hash((self.mesh, self.tensor_map, self.partial)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     # ---------------------------------------------------------------- text form
     def __str__(self) -> str:
@@ -281,7 +288,8 @@ class Layout:
 
 
 def _is_int(x: object) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+    # type() first: plain ints are the common case, and the ABC check is slow
+    return type(x) is int or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
 
 
 def _all_ints(*seqs: Iterable[object]) -> bool:

@@ -158,8 +158,36 @@ def plan_conversion(src: Layout, dst: Layout, shape: Sequence[int], itemsize: in
         ValueError: If the layouts do not fit the shape or each other.
         NoConversionError: (a ValueError) if no sequence of steps reaches ``dst``.
     """
+    shape_t, cost = _checked(src, dst, shape, itemsize, cost_fn, "plan_conversion")
+    try:
+        hash(cost)
+    except TypeError:  # an unhashable cost function: plan afresh every time
+        return _plan(src, dst, shape_t, int(itemsize), cost)
+    # Cost functions are pure (same step, shape and itemsize -> same seconds), so plans
+    # are cached per (layouts, shape, itemsize, cost function).
+    return _plan_cached(src, dst, shape_t, int(itemsize), cost)
+
+
+def conversion_time(src: Layout, dst: Layout, shape: Sequence[int], itemsize: int = 4,
+                    cost_fn: CostFn | None = None) -> float:
+    """Seconds of the cheapest conversion ``src -> dst``: ``plan_conversion(...).time_s``
+    without building the Conversion (what a cost table needs for many layout pairs).
+
+    Raises:
+        ValueError, NoConversionError: as :func:`plan_conversion`.
+    """
+    shape_t, cost = _checked(src, dst, shape, itemsize, cost_fn, "conversion_time")
+    _reachable(src, dst, shape_t)
+    best, _ = _tree(src, dst.mesh, shape_t, int(itemsize), cost)
+    if dst not in best:
+        raise NoConversionError(src, dst, shape_t,
+                                "no sequence of allowed steps with finite cost reaches it.")
+    return best[dst][0]
+
+
+def _checked(src, dst, shape, itemsize, cost_fn, who: str):
     if not isinstance(src, Layout) or not isinstance(dst, Layout):
-        raise ValueError(f"plan_conversion needs two Layout values, got {src!r} and {dst!r}; "
+        raise ValueError(f"{who} needs two Layout values, got {src!r} and {dst!r}; "
                          f"build them with Layout(...) or Layout.parse('[4] S0,R').")
     shape_t = src.check_shape(shape)
     dst.check_shape(shape_t)
@@ -170,14 +198,7 @@ def plan_conversion(src: Layout, dst: Layout, shape: Sequence[int], itemsize: in
             f"{list(dst.mesh)} has {dst.num_ranks}. Use meshes over the same number of ranks.")
     if not isinstance(itemsize, numbers.Integral) or itemsize < 1:
         raise ValueError(f"itemsize={itemsize!r}: give the bytes per element as an int >= 1.")
-    cost = DEFAULT_COST if cost_fn is None else cost_fn
-    try:
-        hash(cost)
-    except TypeError:  # an unhashable cost function: plan afresh every time
-        return _plan(src, dst, shape_t, int(itemsize), cost)
-    # Cost functions are pure (same step, shape and itemsize -> same seconds), so plans
-    # are cached per (layouts, shape, itemsize, cost function).
-    return _plan_cached(src, dst, shape_t, int(itemsize), cost)
+    return shape_t, (DEFAULT_COST if cost_fn is None else cost_fn)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -186,8 +207,8 @@ def _plan_cached(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int
     return _plan(src, dst, shape, itemsize, cost)
 
 
-def _plan(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int,
-          cost_fn: CostFn) -> Conversion:
+def _reachable(src: Layout, dst: Layout, shape: tuple[int, ...]) -> None:
+    """Raises NoConversionError for destinations no step sequence can reach."""
     if not dst.partial <= src.partial:
         raise NoConversionError(
             src, dst, shape,
@@ -198,37 +219,13 @@ def _plan(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int,
             src, dst, shape,
             "a mesh change (alltoallv) cannot carry a pending sum, so the destination on "
             "another mesh must not be partial.")
-    cross = src.mesh != dst.mesh
-    targets = enumerate_layouts(dst.mesh, shape, frozenset()) if cross else ()
 
-    # Dijkstra on (seconds, steps): lexicographic, so ties go to fewer steps.
-    best: dict[Layout, tuple[float, int]] = {src: (0.0, 0)}
-    prev: dict[Layout, tuple[Layout, Step, float]] = {}
-    done: set[Layout] = set()
-    tie = itertools.count()
-    heap = [(0.0, 0, next(tie), src)]
-    while heap:
-        d, n, _, lay = heapq.heappop(heap)
-        if lay in done:
-            continue
-        done.add(lay)
-        if lay == dst:
-            break
-        for step in _neighbors(lay, shape, src.mesh, cross, targets):
-            if step.dst in done:
-                continue
-            w = cost_fn(step, shape, itemsize)
-            if not (w >= 0):
-                raise ValueError(f"cost_fn returned {w!r} for step {step} ({step.src} -> "
-                                 f"{step.dst}); costs must be seconds >= 0 (math.inf forbids).")
-            if w == math.inf:
-                continue
-            cand = (d + w, n + 1)
-            if cand < best.get(step.dst, (math.inf, 0)):
-                best[step.dst] = cand
-                prev[step.dst] = (lay, step, float(w))
-                heapq.heappush(heap, (cand[0], cand[1], next(tie), step.dst))
-    if dst not in done:
+
+def _plan(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int,
+          cost_fn: CostFn) -> Conversion:
+    _reachable(src, dst, shape)
+    best, prev = _tree(src, dst.mesh, shape, itemsize, cost_fn)
+    if dst not in best:
         raise NoConversionError(src, dst, shape,
                                 "no sequence of allowed steps with finite cost reaches it.")
     steps: list[tuple[Step, float]] = []
@@ -244,6 +241,73 @@ def _plan(src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int,
     return Conversion(src=src, dst=dst, shape=shape, itemsize=itemsize,
                       steps=tuple(s for s, _ in steps), step_costs=step_costs,
                       time_s=best[dst][0], cost_fn=cost_fn)
+
+
+def _tree(src: Layout, dst_mesh: tuple[int, ...], shape: tuple[int, ...], itemsize: int,
+          cost_fn: CostFn) -> tuple[dict, dict]:
+    """Shortest paths from ``src`` to every layout it reaches (on its mesh, and on
+    ``dst_mesh`` after one alltoallv): ``(best, prev)`` with best[layout] = (seconds, steps)
+    and prev[layout] = (previous layout, step, seconds).
+
+    One run serves every destination on ``dst_mesh``: Dijkstra settles nodes in a fixed
+    order and never changes a settled node's predecessor, so each path is the one a run
+    stopped at that destination would return. Cached per arguments when ``cost_fn`` is
+    hashable (cost functions are pure).
+    """
+    try:
+        return _tree_cached(src, dst_mesh, shape, itemsize, cost_fn)
+    except TypeError:  # unhashable cost function
+        return _tree_uncached(src, dst_mesh, shape, itemsize, cost_fn)
+
+
+def _tree_uncached(src: Layout, dst_mesh: tuple[int, ...], shape: tuple[int, ...], itemsize: int,
+                   cost_fn: CostFn) -> tuple[dict, dict]:
+    cross = src.mesh != dst_mesh
+    try:
+        hash(cost_fn)
+        weights = _weights_cache.setdefault((shape, itemsize, cost_fn), {})
+    except TypeError:
+        weights = {}
+    # Dijkstra on (seconds, steps): lexicographic, so ties go to fewer steps.
+    best: dict[Layout, tuple[float, int]] = {src: (0.0, 0)}
+    prev: dict[Layout, tuple[Layout, Step, float]] = {}
+    done: set[Layout] = set()
+    tie = itertools.count()
+    heap = [(0.0, 0, next(tie), src)]
+    while heap:
+        d, n, _, lay = heapq.heappop(heap)
+        if lay in done:
+            continue
+        done.add(lay)
+        for step in _neighbors_cached(lay, shape, src.mesh, dst_mesh if cross else None):
+            if step.dst in done:
+                continue
+            w = weights.get(step)
+            if w is None:
+                w = weights[step] = cost_fn(step, shape, itemsize)
+            if not (w >= 0):
+                raise ValueError(f"cost_fn returned {w!r} for step {step} ({step.src} -> "
+                                 f"{step.dst}); costs must be seconds >= 0 (math.inf forbids).")
+            if w == math.inf:
+                continue
+            cand = (d + w, n + 1)
+            if cand < best.get(step.dst, (math.inf, 0)):
+                best[step.dst] = cand
+                prev[step.dst] = (lay, step, float(w))
+                heapq.heappush(heap, (cand[0], cand[1], next(tie), step.dst))
+    return {lay: best[lay] for lay in done}, prev
+
+
+_tree_cached = functools.lru_cache(maxsize=16384)(_tree_uncached)
+# (shape, itemsize, cost_fn) -> {step: seconds}: steps recur across trees of one shape
+_weights_cache: dict = {}
+
+
+@functools.lru_cache(maxsize=65536)
+def _neighbors_cached(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...],
+                      dst_mesh: tuple[int, ...] | None) -> tuple[Step, ...]:
+    targets = enumerate_layouts(dst_mesh, shape, frozenset()) if dst_mesh is not None else ()
+    return tuple(_neighbors(lay, shape, src_mesh, dst_mesh is not None, targets))
 
 
 def _neighbors(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...], cross: bool,

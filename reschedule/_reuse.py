@@ -29,7 +29,7 @@ from typing import Sequence
 
 from ._cost import CostFn
 from ._layout import Layout
-from ._planner import NoConversionError, plan_conversion
+from ._planner import NoConversionError, conversion_time
 
 __all__ = ["ReuseOption", "reuse_options"]
 
@@ -67,16 +67,16 @@ def reuse_options(src: Layout, dst: Layout, shape: Sequence[int], itemsize: int 
     Raises:
         ValueError: If the layouts do not fit the shape or ``src -> dst`` is impossible.
     """
-    fwd = plan_conversion(src, dst, shape, itemsize, cost_fn)
+    fwd_time = conversion_time(src, dst, shape, itemsize, cost_fn)
     src_bytes = src.local_bytes(shape, itemsize)
     dst_bytes = dst.local_bytes(shape, itemsize)
     if src == dst:
         return [ReuseOption("keep_producer", -src_bytes, 0.0)]
     options = [ReuseOption("keep_both", 0, 0.0),
-               ReuseOption("keep_producer", -dst_bytes, fwd.time_s)]
+               ReuseOption("keep_producer", -dst_bytes, fwd_time)]
     try:
-        rev = plan_conversion(dst, src, shape, itemsize, cost_fn)
+        rev_time = conversion_time(dst, src, shape, itemsize, cost_fn)
     except NoConversionError:
         return options
-    options.append(ReuseOption("keep_consumer", -src_bytes, rev.time_s))
+    options.append(ReuseOption("keep_consumer", -src_bytes, rev_time))
     return options

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from reschedule import Layout, Step, plan_conversion, reuse_options
+from reschedule import Layout, Step, conversion_time, plan_conversion, reuse_options
 from reschedule._steps import alltoallv_recv_elements, axis_groups
 
 from tensoropt.configs import Config, input_layout, local_dim_sizes, output_layout
@@ -76,18 +76,16 @@ class EdgeAlternative:
         time_s: re-scheduling forward + backward, plus any re-run for reuse.
         reuse: "none" (no copy kept by both ends), "keep_both", "keep_producer",
             "keep_consumer", or "shared" (same layout: one physical copy).
-        forward: the forward conversion src -> dst.
-        backward: the gradient's conversion dst -> src, or None when no gradient flows.
-        rebuild: for "keep_producer" the forward conversion, for "keep_consumer" the
-            reverse one (dst -> src), re-run in backward to rebuild the dropped copy.
+        src, dst: the producer's and the consumer's layouts.
+        grad: whether a gradient flows back over the edge.
     """
 
     memory_bytes: float
     time_s: float
     reuse: str
-    forward: object
-    backward: object = None
-    rebuild: object = None
+    src: Layout
+    dst: Layout
+    grad: bool
 
 
 @dataclass(frozen=True)
@@ -228,21 +226,26 @@ class CostModel:
                 "keep_both" and "keep_producer" apply.
         """
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
-        fwd = self.conversion(src, dst, shape, itemsize)
-        bwd = self.conversion(dst.grad(), src.grad(), shape, itemsize) if tensor in self.grad else None
-        time = fwd.time_s + (bwd.time_s if bwd is not None else 0.0)
+        grad = tensor in self.grad
+        time = conversion_time(src, dst, shape, itemsize, self.step_cost)
+        if grad:
+            time += conversion_time(dst.grad(), src.grad(), shape, itemsize, self.step_cost)
         if not (producer_keeps and consumer_keeps):
-            return [EdgeAlternative(0.0, time, "none", fwd, bwd)]
+            return [EdgeAlternative(0.0, time, "none", src, dst, grad)]
         if src == dst:
-            return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", fwd, bwd)]
-        out = []
-        for option in reuse_options(src, dst, shape, itemsize, self.step_cost):
-            if producer_pinned and option.name == "keep_consumer":
-                continue
-            rebuild = {"keep_producer": fwd,
-                       "keep_consumer": None}.get(option.name)
-            if option.name == "keep_consumer":
-                rebuild = self.conversion(dst, src, shape, itemsize)
-            out.append(EdgeAlternative(float(option.extra_memory_bytes), time + option.extra_time_s,
-                                       option.name, fwd, bwd, rebuild))
-        return out
+            return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", src, dst, grad)]
+        return [EdgeAlternative(float(o.extra_memory_bytes), time + o.extra_time_s, o.name, src, dst, grad)
+                for o in reuse_options(src, dst, shape, itemsize, self.step_cost)
+                if not (producer_pinned and o.name == "keep_consumer")]
+
+    def conversions(self, tensor, alternative: EdgeAlternative) -> dict:
+        """The conversions an alternative runs: forward, backward (or None), and the one
+        re-run in backward to rebuild a dropped copy (or None)."""
+        shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
+        src, dst = alternative.src, alternative.dst
+        forward = self.conversion(src, dst, shape, itemsize)
+        rebuild = {"keep_producer": forward,
+                   "keep_consumer": self.conversion(dst, src, shape, itemsize)
+                   if alternative.reuse == "keep_consumer" else None}.get(alternative.reuse)
+        return {"forward": forward, "rebuild": rebuild,
+                "backward": self.conversion(dst.grad(), src.grad(), shape, itemsize) if alternative.grad else None}

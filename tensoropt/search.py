@@ -144,14 +144,14 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
         alt = alts[j if j < len(alts) else 0]
         memory += alt.memory_bytes
         network += alt.time_s
+        convs = model.conversions(table.producer.outputs[table.out_index], alt)
         edges.append({"producer": table.producer.name, "output": table.out_index,
                       "consumer": table.consumer.name, "input": table.in_index,
-                      "src_layout": str(table.src_layouts[table.src_ids[k]]),
-                      "dst_layout": str(table.dst_layouts[table.dst_ids[p]]),
-                      "forward": str(alt.forward), "reuse": alt.reuse,
-                      "forward_steps": steps_to_json(alt.forward),
-                      "backward_steps": steps_to_json(alt.backward),
-                      "rebuild_steps": steps_to_json(alt.rebuild)})
+                      "src_layout": str(alt.src), "dst_layout": str(alt.dst),
+                      "forward": str(convs["forward"]), "reuse": alt.reuse,
+                      "forward_steps": steps_to_json(convs["forward"]),
+                      "backward_steps": steps_to_json(convs["backward"]),
+                      "rebuild_steps": steps_to_json(convs["rebuild"])})
     return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
                 time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
 

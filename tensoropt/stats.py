@@ -22,7 +22,8 @@ class GraphStats:
         compute_ops: ops that compute (not placeholders, variables or constants).
         param_count: elements of trainable variables.
         param_bytes: bytes of trainable variables (weights only).
-        saved_activation_bytes: bytes that backward keeps, over all ops, on one device.
+        saved_activation_bytes: bytes that backward keeps, over all ops, on one device
+            (parameters a backward needs are the parameters themselves, not counted again).
         flops: forward + backward FLOPs of one iteration.
         optimizer_slots: slots per parameter of the recorded optimizer (0 if none).
         single_device_bytes: weights + gradients + optimizer slots + saved activations.
@@ -38,10 +39,16 @@ class GraphStats:
     single_device_bytes: int
 
 
-def saved_bytes(op) -> int:
-    """Bytes ``op``'s backward keeps, on one device (full logical tensors)."""
+def saved_bytes(op, count_parameters: bool = True) -> int:
+    """Bytes ``op``'s backward keeps, on one device (full logical tensors).
+
+    Args:
+        count_parameters: whether saved inputs that are variables count; a whole-graph
+            total leaves them out, since the parameter itself is what is kept.
+    """
     space = op.space
-    total = sum(op.inputs[i].nbytes for i in space.saved_inputs)
+    total = sum(op.inputs[i].nbytes for i in space.saved_inputs
+                if count_parameters or op.inputs[i].op.kind != "variable")
     total += sum(op.outputs[i].nbytes for i in space.saved_outputs)
     itemsize = op.outputs[0].dtype.itemsize if op.outputs else 4
     for dims in space.saved_internal:
@@ -57,7 +64,7 @@ def graph_stats(graph: Graph) -> GraphStats:
     params = graph.trainable_variables
     param_count = sum(v.shape.num_elements() for v in params)
     param_bytes = sum(v.nbytes for v in params)
-    saved = sum(saved_bytes(op) for op in graph.operations if op.kind not in sources)
+    saved = sum(saved_bytes(op, count_parameters=False) for op in graph.operations if op.kind not in sources)
     flops = sum(op.space.flops for op in graph.operations)
     slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
     return GraphStats(

@@ -7,6 +7,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt.plan import OpConfig, Plan
+from tensoropt.stats import graph_stats
 
 
 def _tiny_model():
@@ -20,10 +21,11 @@ def test_single_device_plan_memory_is_exact():
     x, w, loss, step = _tiny_model()
     plan = to.find_strategy(option="mini_time")
     assert plan.parallelism == 1 and set(plan.ops) == {op.name for op in to.get_default_graph().operations}
-    # weights + gradients + 2 Adam slots, plus matmul's saved inputs (x and w)
-    assert plan.memory_bytes == 6 * 4 * (2 + 2) + (12 + 6) * 4
-    assert plan.time_s is None  # not estimated without a cost model, and says so
-    assert "not estimated" in str(plan)
+    # weights + gradients + 2 Adam slots, plus matmul's saved input x (w is the parameter itself)
+    assert plan.memory_bytes == 6 * 4 * (2 + 2) + 12 * 4
+    assert plan.memory_bytes == graph_stats(to.get_default_graph()).single_device_bytes
+    assert plan.network_s == 0.0 and plan.time_s == plan.compute_s > 0
+    assert len(plan.frontier) == 1 and plan.data_parallel.memory_bytes == plan.memory_bytes
 
 
 def test_plan_round_trips_through_json(tmp_path):
@@ -55,10 +57,11 @@ def test_find_strategy_errors():
     _tiny_model()
     with pytest.raises(ValueError, match="unknown option 'fastest'.*mini_time"):
         to.find_strategy(option="fastest")
-    with pytest.raises(ValueError, match=r"needs .* GiB, above memory_limit.*at least 168 bytes"):
+    with pytest.raises(ValueError, match=r"no plan for 1 device\(s\) fits.*least memory any plan needs is "
+                                         r"0.000 GiB \(144 bytes\); the smallest device count that fits is 2"):
         to.find_strategy(memory_limit=100)
-    with pytest.raises(NotImplementedError, match="plans for one device only"):
-        to.find_strategy(parallelism=4)
+    plan = to.find_strategy(parallelism=4, cluster="paper-v100x16")
+    assert plan.parallelism == 4 and plan.time_s > 0 and plan in plan.frontier
 
 
 def test_plan_for_another_world_size_gives_the_mpirun_command():
