@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from statistics import mean
 
-__all__ = ["frontier_rows", "frontier_table", "profile_table", "plot_frontier", "turning_point"]
+__all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
+           "turning_point"]
 
 GIB = 2.0 ** 30
 
@@ -37,19 +38,36 @@ def turning_point(plans) -> int:
     return best_i
 
 
+def plans_table(plans, data_parallel=None, chosen=None, title: str = "",
+                max_rows: int | None = None) -> str:
+    """One row per plan (memory per device, time, network, compute), the turning point and
+    the chosen plan marked, and the data-parallel plan below. With ``max_rows``, rows
+    evenly spaced along the frontier, both ends, the turning point and the chosen plan."""
+    knee = turning_point(plans)
+    rows = list(range(len(plans)))
+    if max_rows is not None and len(plans) > max_rows:
+        keep = {round(k * (len(plans) - 1) / (max_rows - 1)) for k in range(max_rows)} | {knee}
+        keep |= {i for i, p in enumerate(plans) if p is chosen}
+        rows = sorted(keep)
+    lines = ([title] if title else []) + [
+        f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
+    for i in rows:
+        p = plans[i]
+        marks = (["turning point"] if i == knee else []) + (["chosen"] if p is chosen else [])
+        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.5g} {p.time_s:>11.5g} {p.network_s:>11.5g} "
+                     f"{p.compute_s:>11.5g}" + (f"  <- {', '.join(marks)}" if marks else ""))
+    if data_parallel is not None:
+        dp = data_parallel
+        lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.5g} {dp.time_s:>11.5g} {dp.network_s:>11.5g} "
+                     f"{dp.compute_s:>11.5g}  (data parallel, same cost model)")
+    return "\n".join(lines)
+
+
 def frontier_table(result, model: str = "", cluster: str = "") -> str:
     plans = result.plans
-    dp = result.data_parallel_plan()
-    knee = turning_point(plans)
-    lines = [f"frontier of {model} on {cluster}: {len(plans)} plans "
-             f"({plans[0].parallelism} devices)",
-             f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
-    for i, p in enumerate(plans):
-        mark = "  <- turning point" if i == knee else ""
-        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.5g} {p.time_s:>11.5g} {p.network_s:>11.5g} "
-                     f"{p.compute_s:>11.5g}{mark}")
-    lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.5g} {dp.time_s:>11.5g} {dp.network_s:>11.5g} "
-                 f"{dp.compute_s:>11.5g}  (data parallel, same cost model)")
+    lines = [plans_table(plans, result.data_parallel_plan(),
+                         title=f"frontier of {model} on {cluster}: {len(plans)} plans "
+                               f"({plans[0].parallelism} devices)")]
     counts = list(result.configs_per_op.values())
     s = result.stats
     lines.append(f"search: {s['build_s']:.2f} s building costs, {s['track_s']:.2f} s Frontier-Tracking, "

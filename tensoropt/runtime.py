@@ -170,10 +170,11 @@ def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, 
 def _broadcast(result):
     """Rank 0's search result, on every rank (a plan travels as its JSON)."""
     comm = _runtime.comm
-    if isinstance(result, Plan) or result is None:
-        text = comm.bcast(result.to_json() if result is not None else None, root=0)
-        return Plan.from_json(text, source="plan broadcast from rank 0")
-    return comm.bcast(result, root=0)
+    if comm.Get_rank() == 0:  # rank 0 keeps its own result (with the frontier attached)
+        comm.bcast(result.to_json() if isinstance(result, Plan) else result, root=0)
+        return result
+    received = comm.bcast(None, root=0)
+    return Plan.from_json(received, source="plan broadcast from rank 0") if isinstance(received, str) else received
 
 
 def local_cluster():

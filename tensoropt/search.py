@@ -69,20 +69,49 @@ def _keeps(op, index: int, output: bool) -> bool:
 
 
 class _Space:
-    """Configurations and tables of one graph on one device count."""
+    """Configurations and tables of one graph on one device count.
+
+    Ops with the same signature (kind, attributes, shapes, which inputs carry gradients,
+    whether a variable is trained) have the same configurations and costs, and edges
+    between ops of the same signatures the same tables: repeated layers are priced once.
+    """
 
     def __init__(self, graph, model: CostModel):
         self.graph = graph
         self.model = model
         self.ops = list(graph.operations)
-        self.configs = {op: enumerate_configs(op, model.num_devices) for op in self.ops}
+        self.signatures = {op: self._signature(op) for op in self.ops}
+        by_signature: dict = {}
+        self.configs = {op: by_signature.setdefault(self.signatures[op],
+                                                    enumerate_configs(op, model.num_devices))
+                        for op in self.ops}
         self.edges: list[_EdgeTable] = []
+        self._node_costs: dict = {}
+        self._edge_parts: dict = {}
+        self._edge_grids: dict = {}
+
+    def _signature(self, op) -> tuple:
+        model = self.model
+        return (op.kind, repr(sorted((k, repr(v)) for k, v in op.attrs.items() if k != "initializer")),
+                tuple((tuple(t.shape), t.dtype.name, t in model.grad) for t in op.inputs),
+                tuple(tuple(t.shape) for t in op.outputs),
+                op.kind == "variable" and op.outputs[0] in model.trained)
 
     def node_costs(self, op) -> np.ndarray:
-        costs = [self.model.op_cost(op, c) for c in self.configs[op]]
-        return np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
+        key = self.signatures[op]
+        if key not in self._node_costs:
+            costs = [self.model.op_cost(op, c) for c in self.configs[op]]
+            self._node_costs[key] = np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
+        return self._node_costs[key]
 
     def edge_table(self, producer, out_index, consumer, in_index) -> _EdgeTable:
+        key = (self.signatures[producer], out_index, self.signatures[consumer], in_index)
+        parts = self._edge_parts.get(key)
+        if parts is None:
+            parts = self._edge_parts[key] = self._edge_parts_of(producer, out_index, consumer, in_index)
+        return _EdgeTable(producer, out_index, consumer, in_index, *parts)
+
+    def _edge_parts_of(self, producer, out_index, consumer, in_index):
         tensor = producer.outputs[out_index]
         src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
         dst_list, dst_ids = _unique([input_layout(consumer, c, in_index) for c in self.configs[consumer]])
@@ -94,10 +123,15 @@ class _Space:
                 alternatives[(u, v)] = self.model.edge_alternatives(
                     tensor, src, dst, producer_keeps, consumer_keeps,
                     producer_pinned=not producer.op_def.grad_from_output_ok)
-        return _EdgeTable(producer, out_index, consumer, in_index, src_ids, dst_ids, src_list,
-                          dst_list, alternatives)
+        return src_ids, dst_ids, src_list, dst_list, alternatives
 
     def edge_costs(self, table: _EdgeTable) -> np.ndarray:
+        key = id(table.alternatives)  # shared by every edge of the same signatures
+        if key not in self._edge_grids:
+            self._edge_grids[key] = self._edge_grid(table)
+        return self._edge_grids[key]
+
+    def _edge_grid(self, table: _EdgeTable) -> np.ndarray:
         width = max(len(a) for a in table.alternatives.values())
         grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
         for (u, v), alts in table.alternatives.items():

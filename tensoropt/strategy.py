@@ -101,22 +101,24 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
         plan = _fastest_fitting(result.plans, limit)
         if plan is None:
             raise _no_fit(graph, cluster, n, result, limit, cost_model)
-        return _annotate(plan, "mini_time", result)
+        return _annotate(plan, "mini_time", result, cluster)
     if option == "mini_parallelism":
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
             result = frontier_for(graph, cluster, n, cost_model, progress)
             plan = _fastest_fitting(result.plans, limit)
             if plan is not None:
-                return _annotate(plan, "mini_parallelism", result)
+                return _annotate(plan, "mini_parallelism", result, cluster)
             last = (n, result)
         raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model)
     raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                      "profile_parallelisms for profiling")
 
 
-def _annotate(plan: Plan, option: str, result: SearchResult) -> Plan:
+def _annotate(plan: Plan, option: str, result: SearchResult, cluster=None) -> Plan:
     plan.option = option
+    if cluster is not None:
+        plan.notes = f"estimated for cluster {cluster.name}"
     plan.frontier = result.plans
     plan.data_parallel = result.data_parallel_plan()
     return plan
@@ -165,7 +167,7 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
         result = frontier_for(graph, cluster, n, cost_model, progress)
         plan = _fastest_fitting(result.plans, limit)
         if plan is not None:
-            _annotate(plan, "profiling", result)
+            _annotate(plan, "profiling", result, cluster)
         seconds = result.stats["build_s"] + result.stats["track_s"] + result.stats["unroll_s"]
         rows.append(ProfileRow(n, plan, min(p.memory_bytes for p in result.plans),
                                result.data_parallel_plan(), seconds))
