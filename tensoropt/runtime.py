@@ -125,7 +125,9 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         option: "mini_time" (fastest plan that fits, at ``parallelism``), "mini_parallelism"
             (fewest devices that fit) or "profiling" (best time per device count).
         memory_limit: bytes per device; default the device's memory / 1.1.
-        parallelism: devices to plan for; default this job's MPI world size.
+        parallelism: devices to plan for ("mini_time"; default this job's MPI world size),
+            or the most devices to consider ("mini_parallelism", "profiling"; default the
+            cluster's).
         parallelisms: device counts for "profiling"; default 1, 2, 4, ... up to the cluster.
         cost_model: "analytical" or "profiled" (after ``tensoropt calibrate``).
         cluster: a preset name, a cluster file, or a Cluster; default this job's cluster
@@ -150,8 +152,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     w = world()
     result = None
     if w.rank == 0:
-        result = _search(option, graph, memory_limit, parallelism or w.size, parallelisms,
-                         cost_model, cluster)
+        result = _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster)
     if _runtime.comm is not None and w.size > 1:
         result = _broadcast(result)
     return result
@@ -160,10 +161,14 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
 def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster):
     from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
 
-    cluster = cluster if cluster is not None else local_cluster()
+    from tensoropt.cluster import get_cluster  # noqa: PLC0415
+
+    cluster = get_cluster(cluster) if cluster is not None else local_cluster()
     if option == "profiling":
-        counts = parallelisms or strategy.candidate_parallelisms(max(parallelism, 1))
+        counts = parallelisms or strategy.candidate_parallelisms(parallelism or cluster.devices)
         return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model)
+    if option == "mini_time":  # at the job's parallelism unless told otherwise
+        parallelism = parallelism or world().size
     return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model)
 
 

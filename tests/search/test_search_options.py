@@ -1,0 +1,57 @@
+"""find_strategy's three options, and the error when nothing fits."""
+
+import pytest
+
+import tensoropt as to
+from tensoropt.strategy import NoPlanFitsError
+
+
+def _model(batch=64, width=256):
+    x = to.placeholder(to.float32, [batch, width], name="x")
+    y = to.placeholder(to.int32, [batch], name="y")
+    h = x
+    for i in range(2):
+        h = to.nn.relu(to.matmul(h, to.get_variable(f"w{i}", [width, width])))
+    logits = to.matmul(h, to.get_variable("out", [width, 16]))
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    to.train.AdamOptimizer().minimize(loss)
+
+
+def test_mini_time_is_the_fastest_plan_that_fits():
+    _model()
+    plan = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    assert plan.time_s == min(p.time_s for p in plan.frontier)
+    limit = sorted(p.memory_bytes for p in plan.frontier)[len(plan.frontier) // 2]
+    tight = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit)
+    assert tight.memory_bytes <= limit
+    assert tight.time_s == min(p.time_s for p in tight.frontier if p.memory_bytes <= limit)
+    assert tight.time_s >= plan.time_s and "paper-v100x16" in tight.notes
+
+
+def test_mini_parallelism_is_the_fewest_devices_that_fit():
+    _model()
+    one = to.find_strategy("mini_time", parallelism=1, cluster="paper-v100x16")
+    limit = one.memory_bytes * 0.6  # one device no longer fits
+    plan = to.find_strategy("mini_parallelism", memory_limit=limit, cluster="paper-v100x16")
+    assert plan.parallelism == 2 and plan.memory_bytes <= limit
+
+
+def test_profiling_gives_the_best_time_per_device_count():
+    _model()
+    rows = to.find_strategy("profiling", parallelisms=[1, 2, 4], cluster="paper-v100x16")
+    assert [r.parallelism for r in rows] == [1, 2, 4]
+    for r in rows:
+        assert r.plan is not None and r.plan.parallelism == r.parallelism
+        assert r.plan.time_s == min(p.time_s for p in r.plan.frontier)
+        assert r.plan.time_s <= r.data_parallel.time_s
+
+
+def test_nothing_fits_names_the_least_memory_and_the_device_count_that_would():
+    _model()
+    one = to.find_strategy("mini_time", parallelism=1, cluster="paper-v100x16")
+    with pytest.raises(NoPlanFitsError) as e:
+        to.find_strategy("mini_time", parallelism=1, cluster="paper-v100x16",
+                         memory_limit=one.memory_bytes * 0.6)
+    msg = str(e.value)
+    assert f"({one.memory_bytes:.0f} bytes)" in msg
+    assert "the smallest device count that fits is 2" in msg and "Raise memory_limit" in msg
