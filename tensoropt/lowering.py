@@ -41,7 +41,7 @@ def whole_tensor_context(op: Operation, seed: int | None) -> LoweringContext:
                            seed=seed)
 
 
-def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
+def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered:
     """Builds the TensorFlow graph of every recorded op and training step.
 
     Args:
@@ -49,6 +49,8 @@ def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
             with ``begin(tf)``, called inside the new graph first, and
             ``lower(op, inputs)``, which builds this process's shard of ``op`` from the
             producers' local outputs.
+        wrap_optimizer: optional function applied to each TensorFlow optimizer (e.g.
+            ``hvd.DistributedOptimizer`` for a plain data-parallel baseline).
     """
     tf_graph = tf.Graph()
     lowered = Lowered(tf_graph)
@@ -69,12 +71,14 @@ def lower_graph(graph: Graph, tf, sharding=None) -> Lowered:
             if op.kind == "variable":
                 lowered.variables[op.outputs[0]] = outputs[0]
         for step in graph.train_steps:
-            lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered)
+            lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered, wrap_optimizer)
         lowered.init_op = tf.compat.v1.global_variables_initializer()
     return lowered
 
 
-def _lower_train_step(tf, step: TrainStep, lowered: Lowered):
+def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None):
     optimizer = step.optimizer.to_tensorflow(tf)
+    if wrap_optimizer is not None:
+        optimizer = wrap_optimizer(optimizer)
     var_list = [lowered.variables[v] for v in step.var_list]
     return optimizer.minimize(lowered.tensors[step.loss], var_list=var_list)

@@ -1,0 +1,18 @@
+"""``python -m tensoropt.bench horovod [--model mlp --size small --steps 20]`` (under mpirun)."""
+
+import sys
+
+BENCHES = {"horovod": "tensoropt.bench.horovod"}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHES:
+        print(f"usage: python -m tensoropt.bench {{{','.join(BENCHES)}}} [options]; run under mpirun",
+              file=sys.stderr)
+        return 2
+    import importlib
+
+    return importlib.import_module(BENCHES[argv[0]]).main(argv[1:])
+
+
+sys.exit(main(sys.argv[1:]))
