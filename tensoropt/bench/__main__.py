@@ -1,8 +1,12 @@
-"""``python -m tensoropt.bench horovod [--model mlp --size small --steps 20]`` (under mpirun)."""
+"""Benchmarks that print their figures.
+
+    mpirun -np 2 python -m tensoropt.bench horovod [--model mlp --size small --steps 20]
+    python -m tensoropt.bench frontiers [--models ...] [--devices 16]
+"""
 
 import sys
 
-BENCHES = {"horovod": "tensoropt.bench.horovod"}
+BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.frontiers"}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,97 @@
+"""The paper's Table 1 models on its cluster: frontier figures and the claims they support.
+
+    python -m tensoropt.bench frontiers [--models paper_transformer,paper_wide_resnet] [--devices 16]
+
+For each model, on ``paper-v100x16`` scaled to ``--devices``: search seconds (cost tables,
+Frontier-Tracking, unrolling; compare the paper's Table 3), the frontier's memory and time
+ranges, its turning point, and where data parallel lies. Then it checks, and prints PASS
+or FAIL for:
+
+- the frontier is non-empty and monotone (memory up, time strictly down);
+- its fastest point is no slower than data parallel;
+- its least-memory point needs less memory than data parallel;
+- with ``--fit-devices`` (8 for WideResNet and the Transformer, as the paper's Figure 8):
+  data parallel does not fit in 16 GB / 1.1, but some frontier plan does.
+
+Exits 1 if any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import tensoropt as to
+from tensoropt import models
+from tensoropt.cluster import get_cluster
+from tensoropt.report import turning_point
+from tensoropt.strategy import SAFETY_MARGIN, frontier_for
+
+GIB = 2.0 ** 30
+
+
+def _check(name: str, ok: bool, detail: str) -> bool:
+    print(f"  {'PASS' if ok else 'FAIL'}  {name}: {detail}", flush=True)
+    return ok
+
+
+def _frontier(model: str, devices: int):
+    to.reset_default_graph()
+    models.build(model, size="paper")
+    start = time.perf_counter()
+    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices)
+    return result, time.perf_counter() - start
+
+
+def report(model: str, devices: int) -> bool:
+    result, seconds = _frontier(model, devices)
+    plans, dp = result.plans, result.data_parallel_plan()
+    knee = plans[turning_point(plans)]
+    s = result.stats
+    print(f"{model} on paper-v100x16@{devices}: {len(plans)} frontier plans, search {seconds:.1f} s "
+          f"(cost tables {s['build_s']:.1f} s, FT-LDP {s['track_s']:.1f} s, unroll {s['unroll_s']:.1f} s)")
+    print(f"  memory/device {plans[0].memory_bytes / GIB:.2f} .. {plans[-1].memory_bytes / GIB:.2f} GiB, "
+          f"time/iter {plans[-1].time_s:.4f} .. {plans[0].time_s:.4f} s")
+    print(f"  turning point: {knee.memory_bytes / GIB:.2f} GiB, {knee.time_s:.4f} s "
+          f"(network {knee.network_s:.4f} s, compute {knee.compute_s:.4f} s)")
+    print(f"  data parallel: {dp.memory_bytes / GIB:.2f} GiB, {dp.time_s:.4f} s "
+          f"(network {dp.network_s:.4f} s, compute {dp.compute_s:.4f} s)")
+    mems = [p.memory_bytes for p in plans]
+    times = [p.time_s for p in plans]
+    ok = _check("non-empty and monotone", bool(plans) and mems == sorted(mems)
+                and all(a > b for a, b in zip(times, times[1:])), f"{len(plans)} points")
+    ok &= _check("fastest no slower than data parallel", times[-1] <= dp.time_s,
+                 f"{times[-1]:.4f} s vs {dp.time_s:.4f} s")
+    ok &= _check("least memory below data parallel", mems[0] < dp.memory_bytes,
+                 f"{mems[0] / GIB:.2f} GiB vs {dp.memory_bytes / GIB:.2f} GiB")
+    return ok
+
+
+def fits(model: str, devices: int) -> bool:
+    result, _ = _frontier(model, devices)
+    limit = get_cluster("paper-v100x16").memory_bytes / SAFETY_MARGIN
+    dp = result.data_parallel_plan()
+    fitting = [p for p in result.plans if p.memory_bytes <= limit]
+    best = min(fitting, key=lambda p: p.time_s) if fitting else None
+    return _check(f"on {devices} x 16 GB data parallel does not fit, a frontier plan does",
+                  dp.memory_bytes > limit and best is not None,
+                  f"limit {limit / GIB:.2f} GiB; data parallel {dp.memory_bytes / GIB:.2f} GiB; "
+                  + (f"fastest fitting plan {best.memory_bytes / GIB:.2f} GiB, {best.time_s:.4f} s"
+                     if best else "no frontier plan fits"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tensoropt.bench frontiers")
+    parser.add_argument("--models", default="paper_rnn,paper_vgg16,paper_wide_resnet,paper_transformer")
+    parser.add_argument("--devices", type=int, default=16)
+    parser.add_argument("--fit-models", default="paper_wide_resnet,paper_transformer")
+    parser.add_argument("--fit-devices", type=int, default=8)
+    args = parser.parse_args(argv)
+    ok = True
+    for model in args.models.split(","):
+        ok &= report(model, args.devices)
+    for model in filter(None, args.fit_models.split(",")):
+        ok &= fits(model, args.fit_devices)
+    print("all checks passed" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
