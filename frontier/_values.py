@@ -85,21 +85,44 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
     n = len(mem)
     if n == 0:
         return np.empty(0, dtype=_IDX), np.zeros(ncells + 1, dtype=_IDX)
-    order = np.lexsort((time, mem, cell))
-    c = cell[order]
+    # Order by (cell, memory); points of equal (cell, memory) come in any order.
+    om = np.argsort(mem)
+    if ncells == 1:
+        order = om
+    else:
+        key = np.asarray(cell, dtype=_IDX) * (n + 1)
+        key[om] += _dense_rank_sorted(mem[om])
+        order = np.argsort(key)
+    c = np.asarray(cell, dtype=_IDX)[order]
+    m = mem[order]
     t = time[order]
-    _, rank = np.unique(t, return_inverse=True)
+    ot = np.argsort(t)
+    tr = np.empty(n, dtype=_IDX)
+    tr[ot] = _dense_rank_sorted(t[ot])
     # Keys of earlier cells are larger than every key of a later cell, so a running
     # minimum over the whole array restarts at each cell boundary.
-    key = (ncells - 1 - c.astype(_IDX)) * (n + 1) + rank.reshape(-1).astype(_IDX)
+    key = (ncells - 1 - c) * (n + 1) + tr
     run = np.minimum.accumulate(key)
     keep = np.empty(n, dtype=bool)
     keep[0] = True
     np.less(key[1:], run[:-1], out=keep[1:])
+    # Among kept points of equal (cell, memory) only the last (least time) stays.
+    kp = np.flatnonzero(keep)
+    if len(kp) > 1:
+        tie = (c[kp[1:]] == c[kp[:-1]]) & (m[kp[1:]] == m[kp[:-1]])
+        keep[kp[:-1][tie]] = False
     idx = order[keep]
     if eps:
         idx = _eps_thin(idx, cell[idx], time[idx], eps)
     return idx, _offsets(cell[idx], ncells)
+
+
+def _dense_rank_sorted(x: np.ndarray) -> np.ndarray:
+    """Dense ranks (0, 1, ...) of an already sorted array; equal values share a rank."""
+    r = np.zeros(len(x), dtype=_IDX)
+    if len(x) > 1:
+        np.cumsum(x[1:] != x[:-1], out=r[1:])
+    return r
 
 
 def _eps_thin(idx: np.ndarray, c: np.ndarray, t: np.ndarray, eps: float) -> np.ndarray:
