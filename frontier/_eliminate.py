@@ -24,8 +24,9 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from frontier._store import Store
-from frontier._values import (Table, cell_product, combine, gather, reduce_cells,
-                              single_point_cells)
+from frontier._values import (Table, cell_product, cell_product_shared, gather,
+                              combine_shared as combine,
+                              reduce_cells, single_point_cells)
 from frontier.graph import CostGraph
 
 __all__ = ["Work", "Heuristic"]
@@ -131,10 +132,10 @@ class Work:
             u, v = v, u
         wids = list(self.adj[u][v])
         tids = [self.edges[w][2] for w in wids]
-        ident = np.arange(self.K[u] * self.K[v])
         acc = tids[0]
         for other in tids[1:]:
-            t, ia, ib = cell_product(self.st.table(acc), self.st.table(other), ident, self.eps)
+            t, ia, ib = cell_product_shared(self.st.table(acc), self.st.table(other),
+                                            self.K[u], self.K[v], self.eps)
             prev, acc = acc, self.st.derived(t, (acc, other), (ia, ib))
             if prev not in tids:
                 self.st.drop(prev)

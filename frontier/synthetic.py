@@ -196,8 +196,8 @@ def _model_edges(shape: str, n: int) -> tuple[int, list[tuple[int, int]]]:
     raise ValueError(f"unknown model shape {shape!r}; expected one of {MODEL_SHAPES}")
 
 
-def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 8,
-                alternatives: int = 3) -> CostGraph:
+def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 4,
+                alternatives: int = 3, comm_us: int = 40, reshard_us: int = 1000) -> CostGraph:
     """An n-node graph shaped like a model, K configurations per op (see module doc).
 
     Costs are integers (bytes, microseconds), as measured costs are, and the blocks of a
@@ -209,7 +209,7 @@ def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 8,
     period = {"chain": 4, "residual": 3, "transformer": 9}[shape]
     # Per position in the repeated block: tensor bytes and compute microseconds.
     size = (rng.integers(1, 9, size=period) * 2 ** 20).astype(np.int64)
-    flops = (size >> 20) * rng.integers(50, 150, size=period)     # compute us per split 1
+    flops = (size >> 20) * rng.integers(comm_us // 3, comm_us, size=period)  # us at split 1
     split = rng.choice(np.array([1, 2, 4, 8, 16]), size=k)          # shard count
     extra = rng.integers(0, 4, size=k)                              # layout-specific comm
     cls = np.arange(k) % layouts
@@ -218,25 +218,28 @@ def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 8,
     for v in range(n):
         s, f = size[pos[v]], flops[pos[v]]
         mem = s // split
-        comm = (s >> 20) * (150 * (split - 1) // split + 10 * extra)
+        comm = (s >> 20) * (comm_us * (split - 1) // split + 10 * extra)
         tim = f // split + comm
         g.add_node(f"op{v}", np.stack([mem, tim], axis=1).astype(np.float64))
-    pair = rng.integers(100, 400, size=(layouts, layouts))
+    pair = rng.integers(reshard_us // 2, reshard_us * 2, size=(layouts, layouts))
     np.fill_diagonal(pair, 0)
+    fanout = np.bincount([u for u, _ in edges], minlength=n)
     for u, v in edges:
         s = size[pos[u]]
+        # Tensor-reuse alternatives exist for tensors with several consumers.
+        alts = alternatives if fanout[u] > 1 else 1
         mb = s >> 20
         same = (cls[:, None] == cls[None, :]) & (split[:, None] == split[None, :])
         t0 = mb * (pair[cls[:, None], cls[None, :]] + 10 * (~same))
         t0 = np.where(same, 0, t0)
         buf = np.where(same, 0, s // split[None, :]) + 0 * split[:, None]
-        arr = np.zeros((k, k, alternatives, 2))
+        arr = np.zeros((k, k, alts, 2))
         arr[:, :, 0, 0] = buf
         arr[:, :, 0, 1] = t0
-        if alternatives > 1:       # keep the producer's copy: more memory, less time
+        if alts > 1:       # keep the producer's copy: more memory, less time
             arr[:, :, 1, 0] = buf + np.where(same, 0, s // split[:, None])
             arr[:, :, 1, 1] = t0 - (t0 // 4)
-        if alternatives > 2:       # drop a saved copy: negative memory, recompute time
+        if alts > 2:       # drop a saved copy: negative memory, recompute time
             arr[:, :, 2, 0] = buf - np.where(same, 0, s // (2 * split[:, None]))
             arr[:, :, 2, 1] = t0 + np.where(same, 0, flops[pos[u]] // split[:, None])
         g.add_edge(u, v, arr)
