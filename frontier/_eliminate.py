@@ -312,6 +312,16 @@ class Work:
                 new = True
         return new
 
+    def _is_source(self, v: int) -> bool:
+        """No neighbour before v: all its edges are out-going, as in Eq. (7)."""
+        return all(self.topo[y] > self.topo[v] for y in self.adj[v])
+
+    def _span(self, v: int) -> int:
+        """How far in topological order v's edges reach (a mask used by every layer
+        reaches from the first layer to the last)."""
+        pos = [self.topo[y] for y in self.adj[v]] + [self.topo[v]]
+        return max(pos) - min(pos)
+
     def _parallel_pair(self) -> Optional[tuple[int, int]]:
         for u, nb in self.adj.items():
             for v, wids in nb.items():
@@ -321,8 +331,11 @@ class Work:
 
     def reduce_graph(self, method: str, heuristic: Heuristic) -> None:
         """Eliminates until every component is a path ("ldp") or has at most two
-        nodes ("elimination"). Exact eliminations always go first; heuristic
-        elimination (of the node with most neighbours) only when none applies."""
+        nodes ("elimination"). Exact eliminations always go first. Heuristic
+        elimination only when none applies, of a node off the backbone with three or
+        more neighbours, preferring (in order) a source (all edges out-going, as Eq. 7
+        is stated; a mask is one), the widest reach in topological order, the most
+        neighbours."""
         ldp = method == "ldp"
         if ldp:
             self._start_backbones()
@@ -363,5 +376,6 @@ class Work:
                 self.tails.clear()
                 self._count("backbone_fallbacks")
                 continue
-            v = max(cand, key=lambda x: (self.degree(x), -self.topo[x]))
+            v = max(cand, key=lambda x: (self._is_source(x), self._span(x), self.degree(x),
+                                         -self.topo[x]))
             self.heuristic_elim(v, heuristic)
