@@ -55,6 +55,7 @@ class Work:
         self.marked: set[int] = set()
         self.tails: list[int] = []
         self.marking = True
+        self._wid = -1
         for v in order:
             c = graph.node_costs(v)
             t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=np.int64))
@@ -79,7 +80,7 @@ class Work:
         self._note(self.st.table(tid))
 
     def _next_id(self) -> int:
-        self._wid = getattr(self, "_wid", -1) + 1
+        self._wid += 1
         return self._wid
 
     def _remove_edge(self, wid: int) -> None:
