@@ -24,8 +24,9 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from frontier._store import Store
-from frontier._values import (Table, cell_product, combine, gather, reduce_cells,
-                              single_point_cells)
+from frontier._values import (Table, cell_product, cell_product_shared, gather,
+                              combine_shared as combine,
+                              reduce_cells, single_point_cells)
 from frontier.graph import CostGraph
 
 __all__ = ["Work", "Heuristic"]
@@ -54,6 +55,7 @@ class Work:
         self.marked: set[int] = set()
         self.tails: list[int] = []
         self.marking = True
+        self._wid = -1
         for v in order:
             c = graph.node_costs(v)
             t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=np.int64))
@@ -78,7 +80,7 @@ class Work:
         self._note(self.st.table(tid))
 
     def _next_id(self) -> int:
-        self._wid = getattr(self, "_wid", -1) + 1
+        self._wid += 1
         return self._wid
 
     def _remove_edge(self, wid: int) -> None:
@@ -131,10 +133,10 @@ class Work:
             u, v = v, u
         wids = list(self.adj[u][v])
         tids = [self.edges[w][2] for w in wids]
-        ident = np.arange(self.K[u] * self.K[v])
         acc = tids[0]
         for other in tids[1:]:
-            t, ia, ib = cell_product(self.st.table(acc), self.st.table(other), ident, self.eps)
+            t, ia, ib = cell_product_shared(self.st.table(acc), self.st.table(other),
+                                            self.K[u], self.K[v], self.eps)
             prev, acc = acc, self.st.derived(t, (acc, other), (ia, ib))
             if prev not in tids:
                 self.st.drop(prev)
@@ -311,6 +313,16 @@ class Work:
                 new = True
         return new
 
+    def _is_source(self, v: int) -> bool:
+        """No neighbour before v: all its edges are out-going, as in Eq. (7)."""
+        return all(self.topo[y] > self.topo[v] for y in self.adj[v])
+
+    def _span(self, v: int) -> int:
+        """How far in topological order v's edges reach (a mask used by every layer
+        reaches from the first layer to the last)."""
+        pos = [self.topo[y] for y in self.adj[v]] + [self.topo[v]]
+        return max(pos) - min(pos)
+
     def _parallel_pair(self) -> Optional[tuple[int, int]]:
         for u, nb in self.adj.items():
             for v, wids in nb.items():
@@ -320,8 +332,11 @@ class Work:
 
     def reduce_graph(self, method: str, heuristic: Heuristic) -> None:
         """Eliminates until every component is a path ("ldp") or has at most two
-        nodes ("elimination"). Exact eliminations always go first; heuristic
-        elimination (of the node with most neighbours) only when none applies."""
+        nodes ("elimination"). Exact eliminations always go first. Heuristic
+        elimination only when none applies, of a node off the backbone with three or
+        more neighbours, preferring (in order) a source (all edges out-going, as Eq. 7
+        is stated; a mask is one), the widest reach in topological order, the most
+        neighbours."""
         ldp = method == "ldp"
         if ldp:
             self._start_backbones()
@@ -362,5 +377,6 @@ class Work:
                 self.tails.clear()
                 self._count("backbone_fallbacks")
                 continue
-            v = max(cand, key=lambda x: (self.degree(x), -self.topo[x]))
+            v = max(cand, key=lambda x: (self._is_source(x), self._span(x), self.degree(x),
+                                         -self.topo[x]))
             self.heuristic_elim(v, heuristic)

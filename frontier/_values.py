@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["Table", "reduce_cells", "cell_product", "gather", "union_all", "combine",
-           "single_point_cells"]
+           "combine_grouped", "row_groups", "transpose", "single_point_cells"]
 
 _IDX = np.int64
 
@@ -85,21 +85,44 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
     n = len(mem)
     if n == 0:
         return np.empty(0, dtype=_IDX), np.zeros(ncells + 1, dtype=_IDX)
-    order = np.lexsort((time, mem, cell))
-    c = cell[order]
+    # Order by (cell, memory); points of equal (cell, memory) come in any order.
+    om = np.argsort(mem)
+    if ncells == 1:
+        order = om
+    else:
+        key = np.asarray(cell, dtype=_IDX) * (n + 1)
+        key[om] += _dense_rank_sorted(mem[om])
+        order = np.argsort(key)
+    c = np.asarray(cell, dtype=_IDX)[order]
+    m = mem[order]
     t = time[order]
-    _, rank = np.unique(t, return_inverse=True)
+    ot = np.argsort(t)
+    tr = np.empty(n, dtype=_IDX)
+    tr[ot] = _dense_rank_sorted(t[ot])
     # Keys of earlier cells are larger than every key of a later cell, so a running
     # minimum over the whole array restarts at each cell boundary.
-    key = (ncells - 1 - c.astype(_IDX)) * (n + 1) + rank.reshape(-1).astype(_IDX)
+    key = (ncells - 1 - c) * (n + 1) + tr
     run = np.minimum.accumulate(key)
     keep = np.empty(n, dtype=bool)
     keep[0] = True
     np.less(key[1:], run[:-1], out=keep[1:])
+    # Among kept points of equal (cell, memory) only the last (least time) stays.
+    kp = np.flatnonzero(keep)
+    if len(kp) > 1:
+        tie = (c[kp[1:]] == c[kp[:-1]]) & (m[kp[1:]] == m[kp[:-1]])
+        keep[kp[:-1][tie]] = False
     idx = order[keep]
     if eps:
         idx = _eps_thin(idx, cell[idx], time[idx], eps)
     return idx, _offsets(cell[idx], ncells)
+
+
+def _dense_rank_sorted(x: np.ndarray) -> np.ndarray:
+    """Dense ranks (0, 1, ...) of an already sorted array; equal values share a rank."""
+    r = np.zeros(len(x), dtype=_IDX)
+    if len(x) > 1:
+        np.cumsum(x[1:] != x[:-1], out=r[1:])
+    return r
 
 
 def _eps_thin(idx: np.ndarray, c: np.ndarray, t: np.ndarray, eps: float) -> np.ndarray:
@@ -316,3 +339,136 @@ def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] 
         stats["blocks_kept"] = stats.get("blocks_kept", 0) + sum(p[6] for p in parts)
         stats["candidates"] = stats.get("candidates", 0) + sum(p[7] for p in parts)
     return Table(mem, time, _offsets(cells, W * P)), ia, ib, kk
+
+
+def row_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """Groups the rows of a table with R x C cells (cell ``r*C + c``) whose frontiers are
+    identical in every column.
+
+    Returns:
+        ``(gid, reps)``: the group of each row, and one representative row per group.
+    """
+    seen: dict[bytes, int] = {}
+    gid = np.empty(R, dtype=_IDX)
+    reps = []
+    for r in range(R):
+        o = t.off[r * C:(r + 1) * C + 1]
+        s, e = o[0], o[-1]
+        key = (o - s).tobytes() + t.mem[s:e].tobytes() + t.time[s:e].tobytes()
+        g = seen.setdefault(key, len(seen))
+        if g == len(reps):
+            reps.append(r)
+        gid[r] = g
+    return gid, np.asarray(reps, dtype=_IDX)
+
+
+def transpose(t: Table, R: int, C: int) -> tuple[Table, np.ndarray]:
+    """The table with cell ``c*R + r`` = cell ``r*C + c`` of ``t``."""
+    perm = (np.arange(R)[None, :] * C + np.arange(C)[:, None]).reshape(-1)
+    return gather(t, perm)
+
+
+def combine_grouped(a: Table, b: Table, W: int, K: int, P: int, *,
+                    mid: Optional[Table] = None, post: Optional[Table] = None,
+                    threads: int = 1, eps: Optional[float] = None,
+                    stats: Optional[dict] = None):
+    """``combine`` with equal configurations shared.
+
+    Configurations k whose rows of ``b`` are identical are merged first: the union over
+    them of ``a[w,k] (x) mid[k]`` is reduced once per group (exact, since union
+    distributes over product). Configurations p whose columns of ``b`` are identical
+    share one result, translated by ``post[p]``. Same output and back pointers as
+    ``combine``; falls back to it when no configurations are equal.
+    """
+    rg, rrep = row_groups(b, K, P)
+    bt, _ = transpose(b, K, P)
+    cg, crep = row_groups(bt, P, K)
+    G, H = len(rrep), len(crep)
+    if stats is not None:
+        stats["row_groups"] = stats.get("row_groups", 0) + G
+        stats["col_groups"] = stats.get("col_groups", 0) + H
+        stats["rows"] = stats.get("rows", 0) + K
+        stats["cols"] = stats.get("cols", 0) + P
+    if G * H * 4 > K * P * 3:
+        return combine(a, b, W, K, P, mid=mid, post=post, threads=threads, eps=eps,
+                       stats=stats)
+    cell_a = np.repeat(np.arange(W * K, dtype=_IDX), a.counts())
+    ka = cell_a % K
+    if mid is not None:
+        mem, time = a.mem + mid.mem[ka], a.time + mid.time[ka]
+    else:
+        mem, time = a.mem, a.time
+    idx, off = reduce_cells((cell_a // K) * G + rg[ka], mem, time, W * G)
+    a2 = Table(mem[idx], time[idx], off)
+    b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
+    c2, ia2, ib2, _ = combine(a2, b2, W, G, H, threads=threads, eps=eps, stats=stats)
+    c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
+    ia = idx[ia2[cidx]]
+    kk = ka[ia]
+    src = b2src[ib2[cidx]]                       # point in a representative cell of b
+    local = src - b.off[np.searchsorted(b.off, src, side="right") - 1]
+    pc = np.repeat(np.arange(W * P, dtype=_IDX), c.counts()) % P
+    ib = b.off[kk * P + pc] + local
+    if post is not None:
+        assert single_point_cells(post) and post.ncells == P
+        c = Table(c.mem + post.mem[pc], c.time + post.time[pc], c.off)
+    return c, ia, ib, kk
+
+
+def combine_shared(a: Table, b: Table, W: int, K: int, P: int, *,
+                   mid: Optional[Table] = None, post: Optional[Table] = None,
+                   threads: int = 1, eps: Optional[float] = None,
+                   stats: Optional[dict] = None):
+    """``combine_grouped`` computed once per group of identical rows w of ``a``.
+
+    Rows w, w' of ``a`` with identical frontiers give identical result rows, so only
+    one representative per group is computed and then copied; back pointers are moved
+    to each row's own cells (same position within an identical frontier).
+    """
+    wg, wrep = row_groups(a, W, K) if W > 1 else (np.zeros(1, _IDX), np.zeros(1, _IDX))
+    if len(wrep) == W:
+        return combine_grouped(a, b, W, K, P, mid=mid, post=post, threads=threads,
+                               eps=eps, stats=stats)
+    if stats is not None:
+        stats["w_groups"] = stats.get("w_groups", 0) + len(wrep)
+        stats["ws"] = stats.get("ws", 0) + W
+    ar, ar_src = gather(a, (wrep[:, None] * K + np.arange(K)[None, :]).reshape(-1))
+    c, ia, ib, kk = combine_grouped(ar, b, len(wrep), K, P, mid=mid, post=post,
+                                    threads=threads, eps=eps, stats=stats)
+    cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
+    kk = kk[cidx]
+    ib = ib[cidx]
+    src = ar_src[ia[cidx]]                       # point of a in the representative row
+    w = np.repeat(np.arange(W * P, dtype=_IDX), cf.counts()) // P
+    local = src - a.off[wrep[wg[w]] * K + kk]
+    return cf, a.off[w * K + kk] + local, ib, kk
+
+
+def _joint_groups(x: Table, y: Table, R: int, C: int):
+    gx, _ = row_groups(x, R, C)
+    gy, _ = row_groups(y, R, C)
+    _, first, gid = np.unique(gx * (R + 1) + gy, return_index=True, return_inverse=True)
+    return gid.reshape(-1).astype(_IDX), first.astype(_IDX)
+
+
+def cell_product_shared(a: Table, b: Table, R: int, C: int,
+                        eps: Optional[float] = None):
+    """``cell_product(a, b, identity)`` for two R x C tables, computed once per group of
+    rows identical in both and columns identical in both, then copied (Eq. 5)."""
+    rg, rrep = _joint_groups(a, b, R, C)
+    at, _ = transpose(a, R, C)
+    bt, _ = transpose(b, R, C)
+    cg, crep = _joint_groups(at, bt, C, R)
+    if len(rrep) * len(crep) * 4 > R * C * 3:
+        return cell_product(a, b, np.arange(R * C), eps)
+    cells = (rrep[:, None] * C + crep[None, :]).reshape(-1)
+    asub, asrc = gather(a, cells)
+    bsub, bsrc = gather(b, cells)
+    csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), eps)
+    H = len(crep)
+    c, cidx = gather(csub, (rg[:, None] * H + cg[None, :]).reshape(-1))
+    out_cell = np.repeat(np.arange(R * C, dtype=_IDX), c.counts())
+    rep_cell = cells[rg[out_cell // C] * H + cg[out_cell % C]]
+    ia_full = a.off[out_cell] + (asrc[ia[cidx]] - a.off[rep_cell])
+    ib_full = b.off[out_cell] + (bsrc[ib[cidx]] - b.off[rep_cell])
+    return c, ia_full, ib_full

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 
-__all__ = ["brute_force", "cost_of", "all_costs"]
+__all__ = ["brute_force", "cost_of", "all_costs", "pareto"]
 
 
 def cost_of(graph, nodes: dict[int, int], edges: dict[int, int]) -> tuple[float, float]:

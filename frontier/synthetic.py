@@ -196,35 +196,51 @@ def _model_edges(shape: str, n: int) -> tuple[int, list[tuple[int, int]]]:
     raise ValueError(f"unknown model shape {shape!r}; expected one of {MODEL_SHAPES}")
 
 
-def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 8,
-                alternatives: int = 3) -> CostGraph:
-    """An n-node graph shaped like a model, K configurations per op (see module doc)."""
+def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 4,
+                alternatives: int = 3, comm_us: int = 40, reshard_us: int = 1000) -> CostGraph:
+    """An n-node graph shaped like a model, K configurations per op (see module doc).
+
+    Costs are integers (bytes, microseconds), as measured costs are, and the blocks of a
+    model repeat with the same tensor sizes (every ResNet block or transformer layer of
+    a stage is the same), so many strategies tie exactly.
+    """
     rng = np.random.default_rng(seed)
     n, edges = _model_edges(shape, n)
-    size = rng.lognormal(0.0, 0.5, size=n)
-    g = CostGraph()
-    deg = np.sort(rng.random((n, k)), axis=1)
+    period = {"chain": 4, "residual": 3, "transformer": 9}[shape]
+    # Per position in the repeated block: tensor bytes and compute microseconds.
+    size = (rng.integers(1, 9, size=period) * 2 ** 20).astype(np.int64)
+    flops = (size >> 20) * rng.integers(comm_us // 3, comm_us, size=period)  # us at split 1
+    split = rng.choice(np.array([1, 2, 4, 8, 16]), size=k)          # shard count
+    extra = rng.integers(0, 4, size=k)                              # layout-specific comm
     cls = np.arange(k) % layouts
+    pos = np.array([max(v - 1, 0) % period for v in range(n)])
+    g = CostGraph()
     for v in range(n):
-        d = deg[v]
-        noise = rng.lognormal(0.0, 0.15, size=(k, 2))
-        mem = size[v] * (1.0 - 0.85 * d) * noise[:, 0]
-        tim = size[v] * (0.2 + d ** 1.5) * noise[:, 1]
-        g.add_node(f"op{v}", np.stack([mem, tim], axis=1))
-    pair = rng.random((layouts, layouts)) * 0.6 + 0.2
-    np.fill_diagonal(pair, 0.0)
+        s, f = size[pos[v]], flops[pos[v]]
+        mem = s // split
+        comm = (s >> 20) * (comm_us * (split - 1) // split + 10 * extra)
+        tim = f // split + comm
+        g.add_node(f"op{v}", np.stack([mem, tim], axis=1).astype(np.float64))
+    pair = rng.integers(reshard_us // 2, reshard_us * 2, size=(layouts, layouts))
+    np.fill_diagonal(pair, 0)
+    fanout = np.bincount([u for u, _ in edges], minlength=n)
     for u, v in edges:
-        s = size[u]
-        base = pair[cls[:, None], cls[None, :]] * s                # (Ka, Kb) reshard time
-        match = base == 0.0
-        arr = np.empty((k, k, alternatives, 2))
-        arr[:, :, 0, 0] = 0.1 * s * ~match                          # buffer for the reshard
-        arr[:, :, 0, 1] = base
-        for a in range(1, alternatives):
-            # keep a saved copy (+mem, -time) or drop it (-mem, +recompute time)
-            sign = 1.0 if a % 2 else -1.0
-            arr[:, :, a, 0] = arr[:, :, 0, 0] + sign * 0.05 * s * a
-            arr[:, :, a, 1] = base * (1.0 - sign * 0.15 * a) + (sign < 0) * 0.1 * s
-        arr[match] = arr[match][:, :1]  # matching layouts: every alternative is free
+        s = size[pos[u]]
+        # Tensor-reuse alternatives exist for tensors with several consumers.
+        alts = alternatives if fanout[u] > 1 else 1
+        mb = s >> 20
+        same = (cls[:, None] == cls[None, :]) & (split[:, None] == split[None, :])
+        t0 = mb * (pair[cls[:, None], cls[None, :]] + 10 * (~same))
+        t0 = np.where(same, 0, t0)
+        buf = np.where(same, 0, s // split[None, :]) + 0 * split[:, None]
+        arr = np.zeros((k, k, alts, 2))
+        arr[:, :, 0, 0] = buf
+        arr[:, :, 0, 1] = t0
+        if alts > 1:       # keep the producer's copy: more memory, less time
+            arr[:, :, 1, 0] = buf + np.where(same, 0, s // split[:, None])
+            arr[:, :, 1, 1] = t0 - (t0 // 4)
+        if alts > 2:       # drop a saved copy: negative memory, recompute time
+            arr[:, :, 2, 0] = buf - np.where(same, 0, s // (2 * split[:, None]))
+            arr[:, :, 2, 1] = t0 + np.where(same, 0, flops[pos[u]] // split[:, None])
         g.add_edge(u, v, arr)
     return g

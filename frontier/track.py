@@ -115,7 +115,8 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             nested reductions (at most the number of eliminations and LDP steps).
             Returned points are still real strategies: ``choice`` re-costs exactly.
             Assumes non-negative times.
-        progress: optional ``progress(done, total)``, called after each removed node
+        progress: optional ``progress(done, total)``, called after each node removed
+            by an elimination or an LDP step, and once at the end with done == total
             (total = number of nodes).
 
     Returns:
@@ -142,6 +143,8 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     work.reduce_graph(method, heuristic)
     t1 = _time.perf_counter()
     final = finish(work, method)
+    if progress is not None:
+        progress(graph.num_nodes, graph.num_nodes)
     t2 = _time.perf_counter()
     table = store.table(final)
     cfg, alt = store.unroll(final, np.arange(table.npoints))

@@ -1,0 +1,147 @@
+"""Interface, validation (ValueError naming what is wrong), epsilon, progress."""
+
+import numpy as np
+import pytest
+
+from frontier import CostGraph, track
+from frontier.brute_force import brute_force, cost_of
+from frontier.synthetic import model_graph, random_graph
+
+
+def _two():
+    g = CostGraph()
+    a = g.add_node("a", [(4.0, 1.0), (2.0, 3.0)])
+    b = g.add_node("b", np.array([[1.0, 1.0], [0.5, 2.0]]))
+    return g, a, b
+
+
+def test_hand_computed_example():
+    g, a, b = _two()
+    e = g.add_edge(a, b, [[[(0, 0)], [(1, 1)]], [[(1, 1)], [(0, 0), (-1, 2)]]])
+    res = track(g)
+    # strategies: (a0,b0)=(5,2) (a0,b1)=(5.5,4) (a1,b0)=(4,5) (a1,b1)=(2.5,5) or (1.5,7)
+    assert res.points == [(1.5, 7.0), (2.5, 5.0), (5.0, 2.0)]
+    assert res.choice(0) == ({a: 1, b: 1}, {e: 1})
+    assert res.choice(2) == ({a: 0, b: 0}, {e: 0})
+    assert res.stats["num_points"] == 3 and "seconds" in res.stats
+
+
+def test_array_edge_forms_equal_lists():
+    rng = np.random.default_rng(0)
+    arr = rng.random((2, 2, 3, 2))
+    g1, a, b = _two()
+    g1.add_edge(a, b, arr)
+    g2, a, b = _two()
+    g2.add_edge(a, b, [[[tuple(x) for x in arr[k, p]] for p in range(2)] for k in range(2)])
+    assert track(g1).points == track(g2).points
+    g3, a, b = _two()
+    g3.add_edge(a, b, arr[:, :, 0, :])            # (Ka, Kb, 2): one alternative
+    g4, a, b = _two()
+    g4.add_edge(a, b, arr[:, :, :1, :])
+    assert track(g3).points == track(g4).points
+
+
+def test_disconnected_components_multiply():
+    g = CostGraph()
+    g.add_node("a", [(1.0, 3.0), (3.0, 1.0)])
+    g.add_node("b", [(1.0, 2.0), (2.0, 1.0)])
+    for method in ("ldp", "elimination"):
+        res = track(g, method=method)
+        assert res.points == brute_force(g) == [(2.0, 5.0), (3.0, 4.0), (4.0, 3.0),
+                                                (5.0, 2.0)]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([], "node 0 .*empty"),
+    ([(1.0,)], r"shape \(K, 2\)"),
+    ([(1.0, float("nan"))], "NaN or infinite"),
+    ([(1.0, float("inf"))], "NaN or infinite"),
+])
+def test_bad_node_costs(bad, match):
+    with pytest.raises(ValueError, match=match):
+        CostGraph().add_node("x", bad)
+
+
+def test_bad_edges():
+    g, a, b = _two()
+    with pytest.raises(ValueError, match="edge 0: unknown destination node 7"):
+        g.add_edge(a, 7, np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match="unknown source node"):
+        g.add_edge(-1, b, np.zeros((2, 2, 2)))
+    with pytest.raises(ValueError, match=r"'a' -> 'b'.*\(2, 2, A, 2\)"):
+        g.add_edge(a, b, np.zeros((3, 2, 2)))
+    with pytest.raises(ValueError, match="costs has 1 rows .* 2 configurations"):
+        g.add_edge(a, b, [[[(0, 0)], [(0, 0)]]])
+    with pytest.raises(ValueError, match=r"costs\[1\] has 1 entries"):
+        g.add_edge(a, b, [[[(0, 0)], [(0, 0)]], [[(0, 0)]]])
+    with pytest.raises(ValueError, match=r"costs\[0\]\[1\] is empty"):
+        g.add_edge(a, b, [[[(0, 0)], []], [[(0, 0)], [(0, 0)]]])
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        g.add_edge(a, b, np.full((2, 2, 1, 2), np.nan))
+    with pytest.raises(ValueError, match="no alternatives"):
+        g.add_edge(a, b, np.zeros((2, 2, 0, 2)))
+    with pytest.raises(ValueError, match="self loop"):
+        g.add_edge(a, a, np.zeros((2, 2, 2)))
+    assert g.num_edges == 0
+
+
+def test_cycle_is_named():
+    g = CostGraph()
+    ids = [g.add_node(n, [(1.0, 1.0)]) for n in ("p", "q", "r", "s")]
+    g.add_edge(ids[0], ids[1], [[[(0, 0)]]])
+    g.add_edge(ids[1], ids[2], [[[(0, 0)]]])
+    g.add_edge(ids[2], ids[3], [[[(0, 0)]]])
+    g.add_edge(ids[3], ids[1], [[[(0, 0)]]])
+    with pytest.raises(ValueError, match="cycle") as err:
+        track(g)
+    assert all(f"'{n}'" in str(err.value) for n in "qrs") and "'p'" not in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(method="dp"), "unknown method"),
+    (dict(threads=0), "threads"),
+    (dict(heuristic="fastest"), "unknown heuristic"),
+    (dict(heuristic=("weighted", 2.0)), "unknown heuristic"),
+    (dict(epsilon=0.0), "epsilon"),
+    (dict(progress=3), "progress"),
+])
+def test_bad_track_arguments(kwargs, match):
+    g, a, b = _two()
+    with pytest.raises(ValueError, match=match):
+        track(g, **kwargs)
+
+
+def test_empty_graph_and_bad_choice():
+    with pytest.raises(ValueError, match="no nodes"):
+        track(CostGraph())
+    g, a, b = _two()
+    res = track(g)
+    with pytest.raises(ValueError, match="out of range"):
+        res.choice(len(res.points))
+
+
+def test_epsilon_thins_within_bound():
+    g = model_graph("residual", 13, 8, seed=1)
+    exact = track(g)
+    eps = 0.05
+    approx = track(g, epsilon=eps)
+    assert not approx.exact and approx.stats["epsilon"] == eps
+    assert len(approx.points) < len(exact.points)
+    depth = (approx.stats["node_eliminations"] + approx.stats["edge_eliminations"] +
+             approx.stats["ldp_steps"] + approx.stats["branch_eliminations"] + 2)
+    for m, t in exact.points:          # every exact point is covered within the bound
+        assert any(am <= m and at <= (1 + eps) ** depth * t for am, at in approx.points)
+    for i, p in enumerate(approx.points):   # still real strategies
+        assert cost_of(g, *approx.choice(i)) == pytest.approx(p, rel=1e-12)
+    # within one final frontier, no two points share a time bucket
+    b = np.floor(np.log([t for _, t in approx.points]) / np.log1p(eps))
+    assert np.all(np.diff(b) != 0)
+    assert track(g, epsilon=1e-15).points == exact.points
+
+
+def test_progress_is_called():
+    calls = []
+    g = random_graph(np.random.default_rng(3), "residual")
+    track(g, progress=lambda d, t: calls.append((d, t)))
+    assert calls and calls[-1][0] == calls[-1][1] == g.num_nodes
+    assert all(b[0] >= a[0] for a, b in zip(calls, calls[1:]))
