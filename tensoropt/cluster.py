@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Link", "Cluster", "PRESETS", "get_cluster", "local_cluster", "preset_names", "DEFAULT_PROFILE_PATH",
+__all__ = ["Link", "Cluster", "PRESETS", "get_cluster", "local_cluster", "profile_path", "preset_names", "DEFAULT_PROFILE_PATH",
            "CLUSTER_FORMAT_VERSION"]
 
 CLUSTER_FORMAT_VERSION = 1
@@ -301,13 +301,19 @@ NOMINAL_CPU_PEAK_FLOPS = 30e9
 NOMINAL_CPU_LINK = Link(bandwidth_bytes_per_s=0.6e9, latency_s=0.42e-3)
 
 
+def profile_path(profile: str | os.PathLike | None = None) -> Path:
+    """The calibration profile to use: ``profile``, else ``$TENSOROPT_PROFILE``, else
+    ``profiles/local.json``."""
+    return Path(profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE_PATH)
+
+
 def local_cluster(machines: int = 1, devices_per_machine: int = 1,
                   profile: str | os.PathLike | None = None) -> Cluster:
     """This job's cluster: the calibrated ``local`` one when a profile exists, else this
     machine's shape with nominal CPU numbers, named ``local-uncalibrated`` so that plans
     say their estimates are nominal (run ``tensoropt calibrate`` to measure them).
     """
-    path = Path(profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE_PATH)
+    path = profile_path(profile)
     if path.exists():
         return Cluster.from_profile(path)
     try:
@@ -339,7 +345,7 @@ def get_cluster(name_or_path: str | os.PathLike | Cluster, devices: int | None =
     elif str(name_or_path) in PRESETS:
         cluster = PRESETS[str(name_or_path)]
     elif str(name_or_path) == "local":
-        path = Path(profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE_PATH)
+        path = profile_path(profile)
         if not path.exists():
             raise ValueError(f"cluster 'local' needs a calibration profile, and {path} does not exist; "
                              f"run: mpirun -np N tensoropt calibrate --out {path}")

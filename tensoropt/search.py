@@ -27,7 +27,7 @@ from tensoropt.costs import CostModel, EdgeAlternative
 from tensoropt.plan import OpConfig, Plan
 
 __all__ = ["SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs",
-           "steps_to_json", "sample_plan"]
+           "steps_to_json", "sample_plan", "sampling_space"]
 
 
 @dataclass
@@ -190,23 +190,29 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
                 time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
 
 
-def _build(graph, model: CostModel, progress: Callable | None = None) -> tuple[_Space, CostGraph]:
+def _build(graph, model: CostModel, progress: Callable | None = None,
+           cost_graph: bool = True) -> tuple[_Space, CostGraph | None]:
     space = _Space(graph, model)
-    cg = CostGraph()
-    node_of = {}
-    for op in space.ops:
-        node_of[op] = cg.add_node(op.name, space.node_costs(op))
+    cg = CostGraph() if cost_graph else None
+    node_of = {op: cg.add_node(op.name, space.node_costs(op)) for op in space.ops} if cg else {}
     total = sum(len(op.inputs) for op in space.ops)
     done = 0
     for consumer in space.ops:
         for in_index, t in enumerate(consumer.inputs):
             table = space.edge_table(t.op, t.value_index, consumer, in_index)
             space.edges.append(table)
-            cg.add_edge(node_of[t.op], node_of[consumer], space.edge_costs(table))
+            if cg is not None:
+                cg.add_edge(node_of[t.op], node_of[consumer], space.edge_costs(table))
             done += 1
             if progress:
                 progress(done, total)
     return space, cg
+
+
+def sampling_space(graph, model: CostModel) -> _Space:
+    """The configurations and edge tables of ``graph``, without pricing every op's every
+    configuration: enough for ``sample_plan``, which prices only what it picks."""
+    return _build(graph, model, cost_graph=False)[0]
 
 
 def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: int = 1,

@@ -50,10 +50,14 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
     if cost_model == "analytical":
         return CostModel(graph, num_devices, AnalyticalCollectives(cluster), cluster.peak_flops)
     if cost_model == "profiled":
+        from tensoropt.cluster import profile_path
         from tensoropt.profiler import ComputeProfiler
 
-        collectives = ProfiledCollectives.from_file(None)
-        return CostModel(graph, num_devices, collectives, cluster.peak_flops,
+        path = profile_path()
+        if not path.exists():
+            raise ValueError(f"cost_model='profiled' needs a calibration profile, and {path} does not "
+                             f"exist; run: mpirun -np N tensoropt calibrate --out {path}")
+        return CostModel(graph, num_devices, ProfiledCollectives.from_file(path), cluster.peak_flops,
                          compute=ComputeProfiler())
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 
