@@ -105,3 +105,16 @@ def finish(loss: Tensor, inputs: dict[str, Tensor], optimizer: str, learning_rat
     train_op = make_train_op(loss, optimizer, learning_rate)
     return ModelSpec(name="", params={}, inputs=inputs, loss=loss, train_op=train_op, logits=logits,
                      int_ranges=dict(int_ranges or {}))
+
+
+def fc_classifier(h: Tensor, fc: int, classes: int, images: Tensor, labels: Tensor, optimizer: str,
+                  learning_rate: float) -> ModelSpec:
+    """AlexNet's and VGG's head: flatten, fc6 and fc7 (ReLU), fc8 logits, softmax
+    cross-entropy; returns the finished ModelSpec."""
+    h = to.reshape(h, [h.shape[0], h.shape[1] * h.shape[2] * h.shape[3]])
+    h = dense(h, fc, "fc6", activation=to.nn.relu)
+    h = dense(h, fc, "fc7", activation=to.nn.relu)
+    logits = dense(h, classes, "fc8")
+    loss = sparse_xent_loss(logits, labels)
+    return finish(loss, {"images": images, "labels": labels}, optimizer, learning_rate,
+                  logits=logits, int_ranges={"labels": IntRange(0, classes)})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tensoropt as to
 from tensoropt.models import _layers as L
-from tensoropt.models._registry import IntRange, ModelSpec, register
+from tensoropt.models._registry import ModelSpec, register
 
 __all__ = ["alexnet"]
 
@@ -40,10 +40,4 @@ def alexnet(batch: int = 128, image: int = 227, width: float = 1.0, fc: int = 40
     h = to.nn.relu(L.conv(h, ch(384), 3, "conv4", use_bias=True))
     h = to.nn.relu(L.conv(h, ch(256), 3, "conv5", use_bias=True))
     h = to.nn.max_pool2d(h, ksize=3, strides=2, padding="VALID")
-    h = to.reshape(h, [batch, h.shape[1] * h.shape[2] * h.shape[3]])
-    h = L.dense(h, fc, "fc6", activation=to.nn.relu)
-    h = L.dense(h, fc, "fc7", activation=to.nn.relu)
-    logits = L.dense(h, classes, "fc8")
-    loss = L.sparse_xent_loss(logits, labels)
-    return L.finish(loss, {"images": images, "labels": labels}, optimizer, learning_rate,
-                    logits=logits, int_ranges={"labels": IntRange(0, classes)})
+    return L.fc_classifier(h, fc, classes, images, labels, optimizer, learning_rate)

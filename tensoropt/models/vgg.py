@@ -12,7 +12,7 @@ from typing import Sequence
 
 import tensoropt as to
 from tensoropt.models import _layers as L
-from tensoropt.models._registry import IntRange, ModelSpec, register
+from tensoropt.models._registry import ModelSpec, register
 
 __all__ = ["paper_vgg16", "VGG16_STAGES"]
 
@@ -45,10 +45,4 @@ def paper_vgg16(batch: int = 256, image: int = 224, width: float = 1.0, fc: int 
             h = to.nn.relu(L.conv(h, max(1, int(channels * width)), 3, f"conv{s + 1}_{c + 1}",
                                   use_bias=True))
         h = to.nn.max_pool2d(h, ksize=2, strides=2, padding="VALID")
-    h = to.reshape(h, [batch, h.shape[1] * h.shape[2] * h.shape[3]])
-    h = L.dense(h, fc, "fc6", activation=to.nn.relu)
-    h = L.dense(h, fc, "fc7", activation=to.nn.relu)
-    logits = L.dense(h, classes, "fc8")
-    loss = L.sparse_xent_loss(logits, labels)
-    return L.finish(loss, {"images": images, "labels": labels}, optimizer, learning_rate,
-                    logits=logits, int_ranges={"labels": IntRange(0, classes)})
+    return L.fc_classifier(h, fc, classes, images, labels, optimizer, learning_rate)
