@@ -82,7 +82,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     bar, update = _progress(f"pricing {args.model} on {cluster.devices} devices")
     with bar:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
-                              threads=args.threads)
+                              threads=args.threads, epsilon=args.epsilon)
     if args.json:
         dp = result.data_parallel_plan()
         print(json.dumps({"model": args.model, "cluster": cluster.name, "devices": cluster.devices,
@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
     p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--epsilon", type=float, default=None,
+                   help="merge frontier points within this relative time (default: exact)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
     p.set_defaults(func=_cmd_frontier)

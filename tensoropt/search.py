@@ -216,12 +216,17 @@ def sampling_space(graph, model: CostModel) -> _Space:
 
 
 def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: int = 1,
-                    option: str = "frontier", progress: Callable | None = None) -> SearchResult:
-    """The whole memory/time frontier of plans for ``graph`` under ``model``."""
+                    option: str = "frontier", progress: Callable | None = None,
+                    epsilon: float | None = None) -> SearchResult:
+    """The whole memory/time frontier of plans for ``graph`` under ``model``.
+
+    ``epsilon`` (default off: exact) is passed to ``frontier.track``: points within a
+    relative time tolerance are merged, trading exactness for speed on large graphs.
+    """
     t0 = time.perf_counter()
     space, cg = _build(graph, model, progress)
     t1 = time.perf_counter()
-    result = track(cg, method=method, threads=threads)
+    result = track(cg, method=method, threads=threads, epsilon=epsilon)
     t2 = time.perf_counter()
     plans = []
     for i in range(len(result.points)):

@@ -63,9 +63,10 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
 
 
 def frontier_for(graph, cluster, num_devices: int, cost_model: str = "analytical",
-                 progress: Callable | None = None, threads: int = 1) -> SearchResult:
+                 progress: Callable | None = None, threads: int = 1,
+                 epsilon: float | None = None) -> SearchResult:
     model = make_cost_model(graph, cluster, num_devices, cost_model)
-    return search_frontier(graph, model, progress=progress, threads=threads)
+    return search_frontier(graph, model, progress=progress, threads=threads, epsilon=epsilon)
 
 
 def _memory_limit(cluster, memory_limit: float | None) -> float:

@@ -36,11 +36,14 @@ def _check(name: str, ok: bool, detail: str) -> bool:
     return ok
 
 
+EPSILON = None
+
+
 def _frontier(model: str, devices: int):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
-    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices)
+    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices, epsilon=EPSILON)
     return result, time.perf_counter() - start
 
 
@@ -87,7 +90,13 @@ def main(argv=None) -> int:
     parser.add_argument("--devices", type=int, default=16)
     parser.add_argument("--fit-models", default="paper_wide_resnet,paper_transformer")
     parser.add_argument("--fit-devices", type=int, default=8)
+    parser.add_argument("--epsilon", type=float, default=None,
+                        help="merge frontier points within this relative time (default: exact)")
     args = parser.parse_args(argv)
+    global EPSILON
+    EPSILON = args.epsilon
+    if EPSILON:
+        print(f"epsilon = {EPSILON}: frontiers are approximate (see frontier.track)")
     ok = True
     for model in args.models.split(","):
         ok &= report(model, args.devices)
