@@ -215,7 +215,6 @@ class Work:
         ``("weighted", w)`` by ``w * M + (1 - w) * T`` with M and T each rescaled to
         [0, 1] over v's configurations.
         """
-        kv = self.K[v]
         nt = self.st.table(self.ntab[v])
         first, last = nt.off[:-1], nt.off[1:] - 1
         M = nt.mem[first].copy()          # minimum memory per configuration

@@ -41,7 +41,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from ._cost import DEFAULT_COST, AlphaBetaCost, CostFn
+from ._cost import DEFAULT_COST, CostFn
 from ._layout import Layout
 from ._steps import Step
 

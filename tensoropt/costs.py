@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reschedule import Layout, Step, conversion_time, plan_conversion, reuse_options
-from reschedule._steps import alltoallv_recv_elements, axis_groups
+from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import Config, input_layout, local_dim_sizes, output_layout
 from tensoropt.profiler import AnalyticalCompute

@@ -28,8 +28,7 @@ import numpy as np
 from tensoropt._tf import import_tensorflow
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.lowering import Lowered, lower_graph
-from tensoropt.plan import OpConfig, Plan
-from tensoropt.stats import graph_stats
+from tensoropt.plan import Plan
 
 __all__ = ["World", "init", "world", "find_strategy", "build_execution_graph", "run",
            "set_random_seed", "OPTIONS", "mpirun_command"]

@@ -19,7 +19,6 @@ Exits 1 if any check fails.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 import tensoropt as to

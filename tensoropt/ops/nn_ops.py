@@ -92,7 +92,7 @@ class BiasAddDef(OpDef):
         value, bias = op.inputs
         if bias.shape.rank != 1 or value.shape.rank < 2 or value.shape[-1] != bias.shape[0]:
             raise op_error(op, f"value {tuple(value.shape)} and bias {tuple(bias.shape)}",
-                           f"a rank-1 bias of size value.shape[-1]")
+                           "a rank-1 bias of size value.shape[-1]")
         space = elementwise_space([value.shape, bias.shape], value.shape, 1.0)
         return Signature(((tuple(value.shape), value.dtype),), space)
 

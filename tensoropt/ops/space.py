@@ -21,7 +21,7 @@ Usage::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 __all__ = ["IterationSpace", "elementwise_space"]
