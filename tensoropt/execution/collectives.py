@@ -136,13 +136,17 @@ class CollectiveOps:
         received = self._issue("alltoallv", lambda: self.hvd.alltoall(
             buffer, splits=splits, process_set=self.hvd.global_process_set, name=name))
         out_shape = step.dst.local_shape(tuple(shape))
-        index = np.arange(int(np.prod(out_shape))).reshape(out_shape)
-        flat = np.concatenate([index[p.dst_slices].ravel() for p in exchange.recvs(self.rank)] or
-                              [np.zeros(0, np.int64)])
-        assert len(flat) == index.size and len(set(flat.tolist())) == index.size
-        scattered = tf.scatter_nd(tf.constant(flat[:, None], tf.int64), received,
-                                  tf.constant([index.size], tf.int64))
-        return tf.reshape(scattered, out_shape)
+        # The received pieces tile this rank's block: place each one by padding it to the
+        # block's shape, and add them (no per-element index constant in the graph).
+        out, offset = None, 0
+        for piece in exchange.recvs(self.rank):
+            box = [s.stop - s.start for s in piece.dst_slices]
+            block = tf.reshape(received[offset:offset + piece.num_elements], box)
+            offset += piece.num_elements
+            padded = tf.pad(block, [[s.start, n - s.stop] for s, n in zip(piece.dst_slices, out_shape)])
+            out = padded if out is None else out + padded
+        assert offset == int(np.prod(out_shape)), (offset, out_shape)
+        return out
 
     def apply_steps(self, x, steps: Sequence[Step], shape, where):
         """Runs a conversion's steps (no gradient); all steps are non-partial here except
