@@ -143,7 +143,9 @@ class CollectiveOps:
             box = [s.stop - s.start for s in piece.dst_slices]
             block = tf.reshape(received[offset:offset + piece.num_elements], box)
             offset += piece.num_elements
-            padded = tf.pad(block, [[s.start, n - s.stop] for s, n in zip(piece.dst_slices, out_shape)])
+            paddings = np.array([[s.start, n - s.stop] for s, n in zip(piece.dst_slices, out_shape)],
+                                dtype=np.int32).reshape(-1, 2)  # (0, 2) for a scalar
+            padded = tf.pad(block, paddings)
             out = padded if out is None else out + padded
         assert offset == int(np.prod(out_shape)), (offset, out_shape)
         return out
