@@ -150,7 +150,6 @@ class CostModel:
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
         self.trained = {v for s in graph.train_steps for v in s.var_list}
-        self._conversions: dict = {}
 
     # -- ops -------------------------------------------------------------------------------
     def allreduce_s(self, nbytes: float, mesh: tuple[int, ...], axis: int) -> float:
@@ -207,12 +206,8 @@ class CostModel:
 
     # -- edges -----------------------------------------------------------------------------
     def conversion(self, src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int):
-        key = (src, dst, shape, itemsize)
-        conv = self._conversions.get(key)
-        if conv is None:
-            conv = plan_conversion(src, dst, shape, itemsize, self.step_cost)
-            self._conversions[key] = conv
-        return conv
+        """The cheapest conversion under this model (``reschedule`` caches the plans)."""
+        return plan_conversion(src, dst, shape, itemsize, self.step_cost)
 
     def edge_alternatives(self, tensor, src: Layout, dst: Layout, producer_keeps: bool,
                           consumer_keeps: bool, producer_pinned: bool = False) -> list[EdgeAlternative]:

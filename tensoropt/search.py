@@ -172,10 +172,11 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
         k = space.configs[table.producer].index(chosen[table.producer])
         p = space.configs[table.consumer].index(chosen[table.consumer])
         alts: list[EdgeAlternative] = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
-        j = 0 if alt_choice is None else alt_choice[e]
         if alt_choice is None:  # choose the least time, then least memory
             j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
-        alt = alts[j if j < len(alts) else 0]
+        else:  # indices past the list are edge_costs' padding, copies of alternative 0
+            j = alt_choice[e] if alt_choice[e] < len(alts) else 0
+        alt = alts[j]
         memory += alt.memory_bytes
         network += alt.time_s
         convs = model.conversions(table.producer.outputs[table.out_index], alt)

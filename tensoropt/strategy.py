@@ -45,8 +45,7 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
     from tensoropt.cluster import get_cluster
     from tensoropt.collectives import AnalyticalCollectives, ProfiledCollectives
 
-    cluster = get_cluster(cluster, devices=num_devices) if not hasattr(cluster, "devices") else \
-        cluster.scaled(num_devices)
+    cluster = get_cluster(cluster, devices=num_devices)
     if cost_model == "analytical":
         return CostModel(graph, num_devices, AnalyticalCollectives(cluster), cluster.peak_flops)
     if cost_model == "profiled":
@@ -98,7 +97,7 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
     """
     from tensoropt.cluster import get_cluster
 
-    cluster = get_cluster(cluster) if isinstance(cluster, str) else cluster
+    cluster = get_cluster(cluster)
     limit = _memory_limit(cluster, memory_limit)
     if option == "mini_time":
         n = parallelism or cluster.devices
@@ -165,7 +164,7 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
     """The best per-iteration time for each device count, without running the job."""
     from tensoropt.cluster import get_cluster
 
-    cluster = get_cluster(cluster) if isinstance(cluster, str) else cluster
+    cluster = get_cluster(cluster)
     limit = _memory_limit(cluster, memory_limit)
     rows = []
     for n in parallelisms:

@@ -40,12 +40,16 @@ def _axis_space(shape: Sequence[int]) -> IterationSpace:
     return IterationSpace(dims=dims, inputs=(), outputs=(tuple(dims),))
 
 
-@register
-class PlaceholderDef(OpDef):
-    kind = "placeholder"
+class _SourceDef(OpDef):
+    """A source: one output of ``attrs["shape"]`` and ``attrs["dtype"]``, one dim per axis."""
 
     def infer(self, op):
         return Signature(((op.attrs["shape"], op.attrs["dtype"]),), _axis_space(op.attrs["shape"]))
+
+
+@register
+class PlaceholderDef(_SourceDef):
+    kind = "placeholder"
 
     def lower(self, tf, op, inputs, ctx: LoweringContext):
         dtype = getattr(tf, op.attrs["dtype"].name)
@@ -53,11 +57,8 @@ class PlaceholderDef(OpDef):
 
 
 @register
-class VariableDef(OpDef):
+class VariableDef(_SourceDef):
     kind = "variable"
-
-    def infer(self, op):
-        return Signature(((op.attrs["shape"], op.attrs["dtype"]),), _axis_space(op.attrs["shape"]))
 
     def lower(self, tf, op, inputs, ctx: LoweringContext):
         init: Initializer = op.attrs["initializer"]
