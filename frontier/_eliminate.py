@@ -12,7 +12,7 @@ each and count it in ``stats``:
 
 Usage::
 
-    w = Work(graph, order, store, stats, threads=1, eps=None)
+    w = Work(graph, order, store, stats, threads=1, quantum=None)
     w.reduce_graph(method="ldp", heuristic=("weighted", 0.5))
     for comp in w.components(): ...
 """
@@ -38,12 +38,12 @@ class Work:
     """The mutable graph being eliminated. Not thread safe; one per ``track`` call."""
 
     def __init__(self, graph: CostGraph, order: list[int], store: Store, stats: dict,
-                 threads: int = 1, eps: Optional[float] = None,
+                 threads: int = 1, quantum: Optional[float] = None,
                  progress: Optional[Callable[[int, int], None]] = None) -> None:
         self.st = store
         self.stats = stats
         self.threads = threads
-        self.eps = eps
+        self.quantum = quantum
         self.progress = progress
         self.total = graph.num_nodes
         self.topo = {v: i for i, v in enumerate(order)}
@@ -71,6 +71,12 @@ class Work:
         self._note(None)
 
     # ------------------------------------------------------------ bookkeeping
+    def reduced(self, table: Table, parents: tuple[int, ...],
+                bp: tuple[np.ndarray, ...]) -> int:
+        """Registers a table made by a reduction, which thinned it when ``quantum`` is
+        set (adding ``quantum`` to its time error bound)."""
+        return self.st.derived(table, parents, bp, error=self.quantum or 0.0)
+
     def _add_edge(self, u: int, v: int, tid: int) -> None:
         assert self.topo[u] < self.topo[v]
         wid = self._next_id()
@@ -136,8 +142,8 @@ class Work:
         acc = tids[0]
         for other in tids[1:]:
             t, ia, ib = cell_product_shared(self.st.table(acc), self.st.table(other),
-                                            self.K[u], self.K[v], self.eps)
-            prev, acc = acc, self.st.derived(t, (acc, other), (ia, ib))
+                                            self.K[u], self.K[v], self.quantum)
+            prev, acc = acc, self.reduced(t, (acc, other), (ia, ib))
             if prev not in tids:
                 self.st.drop(prev)
         for wid in wids:
@@ -161,15 +167,15 @@ class Work:
         nv, nv_single = self._node_single(v)
         if nv_single is None:
             bmap = np.tile(np.arange(kv), kh)
-            t, ia, ib = cell_product(self.st.table(a_id), self.st.table(nv), bmap, self.eps)
-            a_id = self.st.derived(t, (a_id, nv), (ia, ib))
+            t, ia, ib = cell_product(self.st.table(a_id), self.st.table(nv), bmap, self.quantum)
+            a_id = self.reduced(t, (a_id, nv), (ia, ib))
         t, ia, ib, kk = combine(self.st.table(a_id), self.st.table(b_id), kh, kv, kj,
-                                mid=nv_single, threads=self.threads, eps=self.eps,
+                                mid=nv_single, threads=self.threads, quantum=self.quantum,
                                 stats=self.stats)
         if nv_single is not None:
-            new = self.st.derived(t, (a_id, b_id, nv), (ia, ib, kk))
+            new = self.reduced(t, (a_id, b_id, nv), (ia, ib, kk))
         else:
-            new = self.st.derived(t, (a_id, b_id), (ia, ib))
+            new = self.reduced(t, (a_id, b_id), (ia, ib))
         self._remove_edge(ehv)
         self._remove_edge(evj)
         self.st.drop(a_id)
@@ -190,15 +196,15 @@ class Work:
         nv = self.ntab[v]
         nu, nu_single = self._node_single(u)
         t, ia, ib, kk = combine(self.st.table(nv), self.st.table(b_id), 1, kv, ku,
-                                post=nu_single, threads=self.threads, eps=self.eps,
+                                post=nu_single, threads=self.threads, quantum=self.quantum,
                                 stats=self.stats)
         if nu_single is not None:
             pc = np.repeat(np.arange(ku, dtype=np.int64), t.counts())
-            new = self.st.derived(t, (nv, b_id, nu), (ia, ib, pc))
+            new = self.reduced(t, (nv, b_id, nu), (ia, ib, pc))
         else:
-            mid = self.st.derived(t, (nv, b_id), (ia, ib))
-            t2, ia2, ib2 = cell_product(t, self.st.table(nu), np.arange(ku), self.eps)
-            new = self.st.derived(t2, (mid, nu), (ia2, ib2))
+            mid = self.reduced(t, (nv, b_id), (ia, ib))
+            t2, ia2, ib2 = cell_product(t, self.st.table(nu), np.arange(ku), self.quantum)
+            new = self.reduced(t2, (mid, nu), (ia2, ib2))
             self.st.drop(mid)
         self._remove_edge(wid)
         self.st.drop(b_id)
@@ -256,8 +262,8 @@ class Work:
                 row, ridx = gather(self.st.table(tid), cells)
                 row_id = self.st.derived(row, (tid,), (ridx,))
                 nj = self.ntab[j]
-                t2, ia, ib = cell_product(self.st.table(nj), row, np.arange(kj), self.eps)
-                new = self.st.derived(t2, (nj, row_id), (ia, ib))
+                t2, ia, ib = cell_product(self.st.table(nj), row, np.arange(kj), self.quantum)
+                new = self.reduced(t2, (nj, row_id), (ia, ib))
                 self.st.drop(row_id)
                 self._remove_edge(wid)
                 self.ntab[j] = new

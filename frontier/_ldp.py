@@ -45,8 +45,8 @@ def path_order(work: Work, comp: list[int]) -> list[int]:
 
 def _union(work: Work, v: int) -> int:
     nt = work.ntab[v]
-    t, idx = union_all(work.st.table(nt), work.eps)
-    return work.st.derived(t, (nt,), (idx,))
+    t, idx = union_all(work.st.table(nt), work.quantum)
+    return work.reduced(t, (nt,), (idx,))
 
 
 def finish(work: Work, method: str) -> int:
@@ -72,6 +72,6 @@ def finish(work: Work, method: str) -> int:
     acc = factors[0]
     for f in factors[1:]:
         t, ia, ib = cell_product(work.st.table(acc), work.st.table(f), np.zeros(1, np.int64),
-                                 work.eps)
-        acc = work.st.derived(t, (acc, f), (ia, ib))
+                                 work.quantum)
+        acc = work.reduced(t, (acc, f), (ia, ib))
     return acc

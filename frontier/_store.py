@@ -11,6 +11,8 @@ Usage::
     t0 = st.leaf_node(v, table)                    # original node frontier
     t1 = st.leaf_edge(e, table, alt)               # original edge frontier
     t2 = st.derived(table, (t0, t1), (ia, ib))     # product / union / gather result
+    t3 = st.derived(table, (t2,), (ix,), error=q)  # a reduction that thinned by q
+    st.time_error[t3]                              # q + the errors of t3's ancestors
     cfg, alt = st.unroll(t2, np.arange(n))         # (n, num_nodes), (n, num_edges)
 """
 
@@ -42,10 +44,14 @@ class Store:
         self.num_edges = num_edges
         self.tables: list[Optional[Table]] = []
         self.records: list[_Record] = []
+        # Bound on how much slower a table's points may be than the exact frontier's
+        # (see ``track``'s epsilon): its own thinning plus all its ancestors'.
+        self.time_error: list[float] = []
 
-    def _add(self, table: Table, rec: _Record) -> int:
+    def _add(self, table: Table, rec: _Record, error: float = 0.0) -> int:
         self.tables.append(table)
         self.records.append(rec)
+        self.time_error.append(error + sum(self.time_error[p] for p in rec.parents))
         return len(self.tables) - 1
 
     def leaf_node(self, nid: int, table: Table) -> int:
@@ -55,11 +61,11 @@ class Store:
         return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32),)))
 
     def derived(self, table: Table, parents: tuple[int, ...],
-                bp: tuple[np.ndarray, ...]) -> int:
+                bp: tuple[np.ndarray, ...], error: float = 0.0) -> int:
         assert len(parents) == len(bp)
         small = tuple(np.asarray(b).astype(np.int32 if len(b) == 0 or int(np.max(b)) <
                                            2**31 - 1 else np.int64) for b in bp)
-        return self._add(table, _Record("derived", -1, tuple(parents), small))
+        return self._add(table, _Record("derived", -1, tuple(parents), small), error)
 
     def table(self, tid: int) -> Table:
         t = self.tables[tid]

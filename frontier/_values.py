@@ -20,7 +20,6 @@ Usage::
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
@@ -69,14 +68,16 @@ def _offsets(cells: np.ndarray, ncells: int) -> np.ndarray:
 
 
 def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: int,
-                 eps: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
+                 quantum: Optional[float] = None) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 applied to every cell at once.
 
     Args:
         cell: int array, the cell of each candidate point (any order).
         mem, time: float arrays, the candidate points.
         ncells: number of cells of the output.
-        eps: optional relative tolerance; see ``track`` for the exact rule.
+        quantum: optional time bucket width (seconds, > 0): within a cell, points whose
+            times share a bucket ``floor(time / quantum)`` are thinned to the one with
+            the least memory; see ``track`` for the error this allows.
 
     Returns:
         ``(idx, off)``: indices into the inputs of the kept points, ordered by cell then
@@ -112,8 +113,8 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
         tie = (c[kp[1:]] == c[kp[:-1]]) & (m[kp[1:]] == m[kp[:-1]])
         keep[kp[:-1][tie]] = False
     idx = order[keep]
-    if eps:
-        idx = _eps_thin(idx, cell[idx], time[idx], eps)
+    if quantum:
+        idx = _thin_time(idx, cell[idx], time[idx], quantum)
     return idx, _offsets(cell[idx], ncells)
 
 
@@ -125,31 +126,29 @@ def _dense_rank_sorted(x: np.ndarray) -> np.ndarray:
     return r
 
 
-def _eps_thin(idx: np.ndarray, c: np.ndarray, t: np.ndarray, eps: float) -> np.ndarray:
+def _thin_time(idx: np.ndarray, c: np.ndarray, t: np.ndarray, quantum: float) -> np.ndarray:
     """Within a cell keep only the lowest-memory point of each time bucket.
 
-    Buckets are ``floor(log(t) / log(1 + eps))`` for ``t > 0``; points with ``t <= 0``
-    are never merged. A dropped point q leaves a kept p with ``p.mem <= q.mem`` and
-    ``p.time < (1 + eps) * q.time``.
+    ``idx`` is a reduced frontier ordered by cell then ascending memory (so descending
+    time); buckets are ``floor(t / quantum)``. A dropped point q leaves a kept p with
+    ``p.mem <= q.mem`` and ``p.time < q.time + quantum``.
     """
     if len(idx) < 2:
         return idx
-    pos = t > 0
-    b = np.zeros(len(t), dtype=np.float64)
-    b[pos] = np.floor(np.log(t[pos]) / math.log1p(eps))
-    same = (c[1:] == c[:-1]) & pos[1:] & pos[:-1] & (b[1:] == b[:-1])
+    b = np.floor(t / quantum)
+    same = (c[1:] == c[:-1]) & (b[1:] == b[:-1])
     keep = np.ones(len(idx), dtype=bool)
     keep[1:] = ~same
     return idx[keep]
 
 
-def _finish(cells, mem, time, ncells, eps, *cols):
-    idx, off = reduce_cells(cells, mem, time, ncells, eps)
+def _finish(cells, mem, time, ncells, quantum, *cols):
+    idx, off = reduce_cells(cells, mem, time, ncells, quantum)
     return (Table(mem[idx], time[idx], off),) + tuple(col[idx] for col in cols)
 
 
 def cell_product(a: Table, b: Table, bmap: np.ndarray,
-                 eps: Optional[float] = None) -> tuple[Table, np.ndarray, np.ndarray]:
+                 quantum: Optional[float] = None) -> tuple[Table, np.ndarray, np.ndarray]:
     """Cellwise product: output cell c = reduce(a[c] (x) b[bmap[c]]).
 
     Returns:
@@ -170,9 +169,9 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray,
             ia = a.off[cell]
         mem = a.mem[ia] + b.mem[ib]
         time = a.time[ia] + b.time[ib]
-        if not eps:
+        if not quantum:
             return Table(mem, time, _offsets(cell, C)), ia, ib
-        return _finish(cell, mem, time, C, eps, ia, ib)
+        return _finish(cell, mem, time, C, quantum, ia, ib)
     n = na * nb
     cell = np.repeat(np.arange(C, dtype=_IDX), n)
     starts = np.zeros(C, dtype=_IDX)
@@ -181,7 +180,7 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray,
     nbc = nb[cell]
     ia = a.off[cell] + local // nbc
     ib = b.off[bmap[cell]] + local % nbc
-    return _finish(cell, a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], C, eps, ia, ib)
+    return _finish(cell, a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], C, quantum, ia, ib)
 
 
 def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
@@ -194,10 +193,10 @@ def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
     return Table(a.mem[idx], a.time[idx], off), idx
 
 
-def union_all(a: Table, eps: Optional[float] = None) -> tuple[Table, np.ndarray]:
+def union_all(a: Table, quantum: Optional[float] = None) -> tuple[Table, np.ndarray]:
     """Union of all cells, reduced, as a one-cell table."""
     zero = np.zeros(a.npoints, dtype=_IDX)
-    idx, off = reduce_cells(zero, a.mem, a.time, 1, eps)
+    idx, off = reduce_cells(zero, a.mem, a.time, 1, quantum)
     return Table(a.mem[idx], a.time[idx], off), idx
 
 
@@ -208,8 +207,63 @@ def _cell_stats(t: Table, shape: tuple[int, int]):
             t.mem[last].reshape(shape), t.time[last].reshape(shape))
 
 
+_CANDIDATE_BUDGET = 1 << 23   # candidate points materialized at once by ``combine``
+
+
+def _whole_cell_batches(cells: np.ndarray, n: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Ranges [s, e) of blocks (sorted by output cell) with about ``budget`` candidates
+    each, cut only between output cells so that each range reduces exactly on its own.
+    A cell with more candidates than the budget is a range by itself."""
+    if len(n) == 0:
+        return []
+    first = np.r_[np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]]), len(n)]
+    before = np.r_[0, np.cumsum(n)][first]     # candidates before each cell's first block
+    out, i = [], 0
+    while i < len(first) - 1:
+        j = int(np.searchsorted(before, before[i] + budget, side="right")) - 1
+        j = max(j, i + 1)
+        out.append((int(first[i]), int(first[j])))
+        i = j
+    return out
+
+
+def _products(a, b, P, mid, quantum, refs, width, w0, p0, wi, pi, ki, ca, cb, n):
+    """The candidate points of blocks (w, k, p), filtered against the references and
+    reduced per output cell (w, p); returns (cells, mem, time, ia, ib, k)."""
+    nb = b.off[cb + 1] - b.off[cb]
+    tot = int(n.sum())
+    blk = np.repeat(np.arange(len(n), dtype=_IDX), n)
+    starts = np.zeros(len(n), dtype=_IDX)
+    np.cumsum(n[:-1], out=starts[1:])
+    local = np.arange(tot, dtype=_IDX) - starts[blk]
+    nbb = nb[blk]
+    ia = a.off[ca][blk] + local // nbb
+    ib = b.off[cb][blk] + local % nbb
+    del local, nbb
+    kk = ki[blk]
+    # Same association as the corners and references: (a + mid) + b, bit for bit.
+    if mid is not None:
+        mem = (a.mem[ia] + mid.mem[kk]) + b.mem[ib]
+        time = (a.time[ia] + mid.time[kk]) + b.time[ib]
+    else:
+        mem = a.mem[ia] + b.mem[ib]
+        time = a.time[ia] + b.time[ib]
+    # Point-level filter against the references (strict dominance only).
+    cl = (wi - w0)[blk] * width + (pi - p0)[blk]
+    drop = np.zeros(tot, dtype=bool)
+    for rm, rt, _ in refs:
+        rmf = rm.reshape(-1)[cl]
+        rtf = rt.reshape(-1)[cl]
+        drop |= (rmf <= mem) & (rtf <= time) & ((rmf < mem) | (rtf < time))
+    keep = ~drop
+    ia, ib, kk, mem, time = ia[keep], ib[keep], kk[keep], mem[keep], time[keep]
+    cells = wi[blk][keep] * P + pi[blk][keep]
+    idx, _ = reduce_cells(cells, mem, time, int(cells.max()) + 1 if len(cells) else 1, quantum)
+    return cells[idx], mem[idx], time[idx], ia[idx], ib[idx], kk[idx]
+
+
 def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] = None,
-            post: Optional[Table] = None, threads: int = 1, eps: Optional[float] = None,
+            post: Optional[Table] = None, threads: int = 1, quantum: Optional[float] = None,
             stats: Optional[dict] = None):
     """Cell (w, p) of the result = reduce(U_k a[w,k] (x) mid[k] (x) b[k,p]) (x) post[p].
 
@@ -278,42 +332,18 @@ def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] 
             dom &= ~((rm == Lm) & (rt == Lt) & (rk >= karange))
             alive &= ~dom
         wi, pi, ki = np.nonzero(alive)
+        cl_blocks = wi * (p1 - p0) + pi          # output cell of each block, ascending
         wi = wi + w0
         pi = pi + p0
         ca = wi * K + ki
         cb = ki * P + pi
-        na = a.off[ca + 1] - a.off[ca]
-        nb = b.off[cb + 1] - b.off[cb]
-        n = na * nb
-        tot = int(n.sum())
-        blk = np.repeat(np.arange(len(n), dtype=_IDX), n)
-        starts = np.zeros(len(n), dtype=_IDX)
-        np.cumsum(n[:-1], out=starts[1:])
-        local = np.arange(tot, dtype=_IDX) - starts[blk]
-        nbb = nb[blk]
-        ia = a.off[ca][blk] + local // nbb
-        ib = b.off[cb][blk] + local % nbb
-        kk = ki[blk]
-        # Same association as the corners and references: (a + mid) + b, bit for bit.
-        if mid is not None:
-            mem = (a.mem[ia] + mid.mem[kk]) + b.mem[ib]
-            time = (a.time[ia] + mid.time[kk]) + b.time[ib]
-        else:
-            mem = a.mem[ia] + b.mem[ib]
-            time = a.time[ia] + b.time[ib]
-        # Point-level filter against the references (strict dominance only).
-        cl = (wi - w0)[blk] * (p1 - p0) + (pi - p0)[blk]
-        drop = np.zeros(tot, dtype=bool)
-        for rm, rt, _ in refs:
-            rmf = rm.reshape(-1)[cl]
-            rtf = rt.reshape(-1)[cl]
-            drop |= (rmf <= mem) & (rtf <= time) & ((rmf < mem) | (rtf < time))
-        keep = ~drop
-        ia, ib, kk, mem, time = ia[keep], ib[keep], kk[keep], mem[keep], time[keep]
-        cells = wi[blk][keep] * P + pi[blk][keep]
-        idx, _ = reduce_cells(cells, mem, time, W * P, eps)
-        return (cells[idx], mem[idx], time[idx], ia[idx], ib[idx], kk[idx],
-                int(alive.sum()), tot)
+        n = (a.off[ca + 1] - a.off[ca]) * (b.off[cb + 1] - b.off[cb])
+        pieces = [_products(a, b, P, mid, quantum, refs, p1 - p0, w0, p0,
+                            wi[s:e], pi[s:e], ki[s:e], ca[s:e], cb[s:e], n[s:e])
+                  for s, e in _whole_cell_batches(cl_blocks, n, _CANDIDATE_BUDGET)]
+        return tuple(np.concatenate([pc[i] for pc in pieces]) if pieces else
+                     np.empty(0, dtype=float if i in (1, 2) else _IDX) for i in range(6)) + (
+            int(alive.sum()), int(n.sum()))
 
     if threads > 1 and len(chunks) > 1:
         with ThreadPoolExecutor(max_workers=threads) as ex:
@@ -370,7 +400,7 @@ def transpose(t: Table, R: int, C: int) -> tuple[Table, np.ndarray]:
 
 def combine_grouped(a: Table, b: Table, W: int, K: int, P: int, *,
                     mid: Optional[Table] = None, post: Optional[Table] = None,
-                    threads: int = 1, eps: Optional[float] = None,
+                    threads: int = 1, quantum: Optional[float] = None,
                     stats: Optional[dict] = None):
     """``combine`` with equal configurations shared.
 
@@ -390,7 +420,7 @@ def combine_grouped(a: Table, b: Table, W: int, K: int, P: int, *,
         stats["rows"] = stats.get("rows", 0) + K
         stats["cols"] = stats.get("cols", 0) + P
     if G * H * 4 > K * P * 3:
-        return combine(a, b, W, K, P, mid=mid, post=post, threads=threads, eps=eps,
+        return combine(a, b, W, K, P, mid=mid, post=post, threads=threads, quantum=quantum,
                        stats=stats)
     cell_a = np.repeat(np.arange(W * K, dtype=_IDX), a.counts())
     ka = cell_a % K
@@ -401,7 +431,7 @@ def combine_grouped(a: Table, b: Table, W: int, K: int, P: int, *,
     idx, off = reduce_cells((cell_a // K) * G + rg[ka], mem, time, W * G)
     a2 = Table(mem[idx], time[idx], off)
     b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
-    c2, ia2, ib2, _ = combine(a2, b2, W, G, H, threads=threads, eps=eps, stats=stats)
+    c2, ia2, ib2, _ = combine(a2, b2, W, G, H, threads=threads, quantum=quantum, stats=stats)
     c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
     ia = idx[ia2[cidx]]
     kk = ka[ia]
@@ -417,7 +447,7 @@ def combine_grouped(a: Table, b: Table, W: int, K: int, P: int, *,
 
 def combine_shared(a: Table, b: Table, W: int, K: int, P: int, *,
                    mid: Optional[Table] = None, post: Optional[Table] = None,
-                   threads: int = 1, eps: Optional[float] = None,
+                   threads: int = 1, quantum: Optional[float] = None,
                    stats: Optional[dict] = None):
     """``combine_grouped`` computed once per group of identical rows w of ``a``.
 
@@ -428,13 +458,13 @@ def combine_shared(a: Table, b: Table, W: int, K: int, P: int, *,
     wg, wrep = row_groups(a, W, K) if W > 1 else (np.zeros(1, _IDX), np.zeros(1, _IDX))
     if len(wrep) == W:
         return combine_grouped(a, b, W, K, P, mid=mid, post=post, threads=threads,
-                               eps=eps, stats=stats)
+                               quantum=quantum, stats=stats)
     if stats is not None:
         stats["w_groups"] = stats.get("w_groups", 0) + len(wrep)
         stats["ws"] = stats.get("ws", 0) + W
     ar, ar_src = gather(a, (wrep[:, None] * K + np.arange(K)[None, :]).reshape(-1))
     c, ia, ib, kk = combine_grouped(ar, b, len(wrep), K, P, mid=mid, post=post,
-                                    threads=threads, eps=eps, stats=stats)
+                                    threads=threads, quantum=quantum, stats=stats)
     cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
     kk = kk[cidx]
     ib = ib[cidx]
@@ -452,7 +482,7 @@ def _joint_groups(x: Table, y: Table, R: int, C: int):
 
 
 def cell_product_shared(a: Table, b: Table, R: int, C: int,
-                        eps: Optional[float] = None):
+                        quantum: Optional[float] = None):
     """``cell_product(a, b, identity)`` for two R x C tables, computed once per group of
     rows identical in both and columns identical in both, then copied (Eq. 5)."""
     rg, rrep = _joint_groups(a, b, R, C)
@@ -460,11 +490,11 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int,
     bt, _ = transpose(b, R, C)
     cg, crep = _joint_groups(at, bt, C, R)
     if len(rrep) * len(crep) * 4 > R * C * 3:
-        return cell_product(a, b, np.arange(R * C), eps)
+        return cell_product(a, b, np.arange(R * C), quantum)
     cells = (rrep[:, None] * C + crep[None, :]).reshape(-1)
     asub, asrc = gather(a, cells)
     bsub, bsrc = gather(b, cells)
-    csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), eps)
+    csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), quantum)
     H = len(crep)
     c, cidx = gather(csub, (rg[:, None] * H + cg[None, :]).reshape(-1))
     out_cell = np.repeat(np.arange(R * C, dtype=_IDX), c.counts())

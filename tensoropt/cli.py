@@ -60,11 +60,13 @@ def _record(model: str, size: str):
 
 
 def _progress(desc: str):
+    """A tqdm bar and the ``progress(phase, done, total)`` callback that drives it."""
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, unit="edge", file=sys.stderr, leave=False, mininterval=0.5)
+    bar = tqdm(desc=desc, file=sys.stderr, leave=False, mininterval=0.5)
 
-    def update(done: int, total: int) -> None:
+    def update(phase: str, done: int, total: int) -> None:
+        bar.set_description(f"{desc}: {phase}", refresh=False)
         bar.total = total
         bar.n = done
         bar.refresh() if done == total else bar.update(0)
@@ -79,7 +81,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster, devices=args.devices)
-    bar, update = _progress(f"pricing {args.model} on {cluster.devices} devices")
+    bar, update = _progress(f"{args.model} on {cluster.devices} devices")
     with bar:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
                               threads=args.threads, epsilon=args.epsilon)
@@ -111,13 +113,18 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.devices.split(",")]
     rows = []
     for n in counts:
-        bar, update = _progress(f"pricing {args.model} on {n} devices")
+        bar, update = _progress(f"{args.model} on {n} devices")
         with bar:
             rows += profile_parallelisms(graph, cluster.scaled(n), [n], args.memory_limit,
-                                         args.cost_model, progress=update)
+                                         args.cost_model, progress=update, epsilon=args.epsilon)
     limit = args.memory_limit or cluster.memory_bytes / SAFETY_MARGIN
     print(profile_table(rows, args.model, cluster.name, limit))
     return 0
+
+
+EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
+                "returned plan with no more memory and at most (1 + epsilon) times its time; "
+                "much faster on large models (default: exact)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,8 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
     p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
-    p.add_argument("--epsilon", type=float, default=None,
-                   help="merge frontier points within this relative time (default: exact)")
+    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
     p.set_defaults(func=_cmd_frontier)
@@ -148,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("calibrate", add_help=False,

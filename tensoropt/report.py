@@ -74,7 +74,23 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
                  f"{s['unroll_s']:.2f} s unrolling; configurations per op: mean {mean(counts):.1f}, "
                  f"max {max(counts)} over {len(counts)} ops; eliminations: "
                  f"{_elims(s['frontier'])}")
+    lines.append(approximation_line(s["frontier"]))
     return "\n".join(lines)
+
+
+def approximation_line(track_stats: dict) -> str:
+    """Says whether the frontier is exact, and if not, by how much it may be off."""
+    heuristic = track_stats.get("heuristic_eliminations", 0)
+    parts = []
+    if track_stats.get("epsilon") is not None:
+        bound = track_stats["time_error_bound"]
+        lower = track_stats["time_lower_bound"]
+        parts.append(f"epsilon {track_stats['epsilon']:g}: each plan is at most {bound:.3g} s "
+                     f"({bound / lower:.2%} of the {lower:.4g} s no plan beats) slower than the "
+                     "exact frontier point it stands for")
+    if heuristic:
+        parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
+    return "frontier: " + ("; ".join(parts) if parts else "exact")
 
 
 def _elims(stats: dict) -> str:

@@ -117,7 +117,7 @@ def mpirun_command(n: int) -> str:
 
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
-                  cluster=None, graph: Graph | None = None):
+                  cluster=None, graph: Graph | None = None, epsilon: float | None = None):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -131,6 +131,9 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         cost_model: "analytical" or "profiled" (after ``tensoropt calibrate``).
         cluster: a preset name, a cluster file, or a Cluster; default this job's cluster
             (``local``).
+        epsilon: None (default) for the exact frontier; a float in (0, 1) for an
+            epsilon-approximate one, much faster on large models: every exact plan has a
+            returned plan with no more memory and at most (1 + epsilon) times its time.
 
     Returns:
         A Plan (with ``plan.frontier`` and ``plan.data_parallel`` attached) for
@@ -151,13 +154,14 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     w = world()
     result = None
     if w.rank == 0:
-        result = _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster)
+        result = _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster,
+                         epsilon)
     if _runtime.comm is not None and w.size > 1:
         result = _broadcast(result)
     return result
 
 
-def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster):
+def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, epsilon):
     from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
 
     from tensoropt.cluster import get_cluster  # noqa: PLC0415
@@ -165,10 +169,12 @@ def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, 
     cluster = get_cluster(cluster) if cluster is not None else local_cluster()
     if option == "profiling":
         counts = parallelisms or strategy.candidate_parallelisms(parallelism or cluster.devices)
-        return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model)
+        return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model,
+                                             epsilon=epsilon)
     if option == "mini_time":  # at the job's parallelism unless told otherwise
         parallelism = parallelism or world().size
-    return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model)
+    return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model,
+                                epsilon=epsilon)
 
 
 def _broadcast(result):

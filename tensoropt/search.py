@@ -86,6 +86,7 @@ class _Space:
                                                     enumerate_configs(op, model.num_devices))
                         for op in self.ops}
         self.edges: list[_EdgeTable] = []
+        self._config_index: dict = {}
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
         self._edge_grids: dict = {}
@@ -96,6 +97,13 @@ class _Space:
                 tuple((tuple(t.shape), t.dtype.name, t in model.grad) for t in op.inputs),
                 tuple(tuple(t.shape) for t in op.outputs),
                 op.kind == "variable" and op.outputs[0] in model.trained)
+
+    def config_index(self, op, config) -> int:
+        """The position of ``config`` in ``self.configs[op]``."""
+        key = self.signatures[op]
+        if key not in self._config_index:
+            self._config_index[key] = {c: i for i, c in enumerate(self.configs[op])}
+        return self._config_index[key][config]
 
     def node_costs(self, op) -> np.ndarray:
         key = self.signatures[op]
@@ -169,8 +177,8 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
                                                    if d is not None))
     edges = []
     for e, table in enumerate(space.edges):
-        k = space.configs[table.producer].index(chosen[table.producer])
-        p = space.configs[table.consumer].index(chosen[table.consumer])
+        k = space.config_index(table.producer, chosen[table.producer])
+        p = space.config_index(table.consumer, chosen[table.consumer])
         alts: list[EdgeAlternative] = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
         if alt_choice is None:  # choose the least time, then least memory
             j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
@@ -206,7 +214,7 @@ def _build(graph, model: CostModel, progress: Callable | None = None,
                 cg.add_edge(node_of[t.op], node_of[consumer], space.edge_costs(table))
             done += 1
             if progress:
-                progress(done, total)
+                progress("pricing edges", done, total)
     return space, cg
 
 
@@ -221,13 +229,16 @@ def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: in
                     epsilon: float | None = None) -> SearchResult:
     """The whole memory/time frontier of plans for ``graph`` under ``model``.
 
-    ``epsilon`` (default off: exact) is passed to ``frontier.track``: points within a
-    relative time tolerance are merged, trading exactness for speed on large graphs.
+    ``epsilon`` (default None: exact) is passed to ``frontier.track``: an
+    epsilon-approximate frontier (every exact point has a returned plan with no more
+    memory and at most (1 + epsilon) times its time), far cheaper on large graphs.
+    ``progress(phase, done, total)`` is called while pricing edges and while tracking.
     """
     t0 = time.perf_counter()
     space, cg = _build(graph, model, progress)
     t1 = time.perf_counter()
-    result = track(cg, method=method, threads=threads, epsilon=epsilon)
+    tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
+    result = track(cg, method=method, threads=threads, epsilon=epsilon, progress=tracking)
     t2 = time.perf_counter()
     plans = []
     for i in range(len(result.points)):
@@ -249,8 +260,8 @@ def sample_plan(space: _Space, rng, option: str = "sampled") -> Plan:
     chosen = {op: space.configs[op][rng.integers(len(space.configs[op]))] for op in space.ops}
     alt_choice = {}
     for e, table in enumerate(space.edges):
-        k = space.configs[table.producer].index(chosen[table.producer])
-        p = space.configs[table.consumer].index(chosen[table.consumer])
+        k = space.config_index(table.producer, chosen[table.producer])
+        p = space.config_index(table.consumer, chosen[table.consumer])
         alternatives = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
         alt_choice[e] = int(rng.integers(len(alternatives)))
     return plan_from_configs(space, chosen, alt_choice, option)

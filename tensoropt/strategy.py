@@ -88,8 +88,12 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
 
 def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float | None = None,
                 parallelism: int | None = None, cost_model: str = "analytical",
-                progress: Callable | None = None) -> Plan:
+                progress: Callable | None = None, epsilon: float | None = None) -> Plan:
     """The plan ``option`` asks for; the returned plan carries ``frontier`` and ``data_parallel``.
+
+    ``epsilon`` (default None: exact) searches an epsilon-approximate frontier instead
+    (see ``frontier.track``): the plan found is at most (1 + epsilon) times slower than
+    the exact search's, for no more memory.
 
     Raises:
         NoPlanFitsError: when no plan fits; it gives the least memory any plan needs and
@@ -101,20 +105,20 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
     limit = _memory_limit(cluster, memory_limit)
     if option == "mini_time":
         n = parallelism or cluster.devices
-        result = frontier_for(graph, cluster, n, cost_model, progress)
+        result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
         plan = _fastest_fitting(result.plans, limit)
         if plan is None:
-            raise _no_fit(graph, cluster, n, result, limit, cost_model)
+            raise _no_fit(graph, cluster, n, result, limit, cost_model, epsilon)
         return _annotate(plan, "mini_time", result, cluster)
     if option == "mini_parallelism":
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
-            result = frontier_for(graph, cluster, n, cost_model, progress)
+            result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
             plan = _fastest_fitting(result.plans, limit)
             if plan is not None:
                 return _annotate(plan, "mini_parallelism", result, cluster)
             last = (n, result)
-        raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model)
+        raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model, epsilon)
     raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                      "profile_parallelisms for profiling")
 
@@ -128,12 +132,13 @@ def _annotate(plan: Plan, option: str, result: SearchResult, cluster=None) -> Pl
     return plan
 
 
-def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str) -> NoPlanFitsError:
+def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str,
+            epsilon: float | None = None) -> NoPlanFitsError:
     least = min(p.memory_bytes for p in result.plans)
     fits_at = None
     for m in (2 * n, 4 * n, 8 * n, 16 * n):
         try:
-            bigger = frontier_for(graph, cluster, m, cost_model)
+            bigger = frontier_for(graph, cluster, m, cost_model, epsilon=epsilon)
         except ValueError:
             break
         if _fastest_fitting(bigger.plans, limit) is not None:
@@ -160,15 +165,17 @@ class ProfileRow:
 
 
 def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_limit: float | None = None,
-                         cost_model: str = "analytical", progress: Callable | None = None) -> list[ProfileRow]:
-    """The best per-iteration time for each device count, without running the job."""
+                         cost_model: str = "analytical", progress: Callable | None = None,
+                         epsilon: float | None = None) -> list[ProfileRow]:
+    """The best per-iteration time for each device count, without running the job
+    (``epsilon`` as in ``choose_plan``)."""
     from tensoropt.cluster import get_cluster
 
     cluster = get_cluster(cluster)
     limit = _memory_limit(cluster, memory_limit)
     rows = []
     for n in parallelisms:
-        result = frontier_for(graph, cluster, n, cost_model, progress)
+        result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
         plan = _fastest_fitting(result.plans, limit)
         if plan is not None:
             _annotate(plan, "profiling", result, cluster)

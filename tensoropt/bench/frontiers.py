@@ -1,11 +1,13 @@
 """The paper's Table 1 models on its cluster: frontier figures and the claims they support.
 
     python -m tensoropt.bench frontiers [--models paper_transformer,paper_wide_resnet] [--devices 16]
+                                        [--epsilon 0.01] [--threads 2]
 
 For each model, on ``paper-v100x16`` scaled to ``--devices``: search seconds (cost tables,
 Frontier-Tracking, unrolling; compare the paper's Table 3), the frontier's memory and time
-ranges, its turning point, and where data parallel lies. Then it checks, and prints PASS
-or FAIL for:
+ranges, its turning point, where data parallel lies, whether the frontier is exact (or
+epsilon-approximate, with its error bound), and the process's peak memory. Then it checks,
+and prints PASS or FAIL for:
 
 - the frontier is non-empty and monotone (memory up, time strictly down);
 - its fastest point is no slower than data parallel;
@@ -19,12 +21,13 @@ Exits 1 if any check fails.
 from __future__ import annotations
 
 import argparse
+import resource
 import time
 
 import tensoropt as to
 from tensoropt import models
 from tensoropt.cluster import get_cluster
-from tensoropt.report import turning_point
+from tensoropt.report import approximation_line, turning_point
 from tensoropt.strategy import SAFETY_MARGIN, frontier_for
 
 GIB = 2.0 ** 30
@@ -35,19 +38,21 @@ def _check(name: str, ok: bool, detail: str) -> bool:
     return ok
 
 
-EPSILON = None
-
-
-def _frontier(model: str, devices: int):
+def _frontier(model: str, devices: int, epsilon: float | None, threads: int):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
-    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices, epsilon=EPSILON)
+    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
+                          epsilon=epsilon, threads=threads)
     return result, time.perf_counter() - start
 
 
-def report(model: str, devices: int) -> bool:
-    result, seconds = _frontier(model, devices)
+def _peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
+
+
+def report(model: str, devices: int, epsilon: float | None, threads: int) -> bool:
+    result, seconds = _frontier(model, devices, epsilon, threads)
     plans, dp = result.plans, result.data_parallel_plan()
     knee = plans[turning_point(plans)]
     s = result.stats
@@ -59,6 +64,9 @@ def report(model: str, devices: int) -> bool:
           f"(network {knee.network_s:.4f} s, compute {knee.compute_s:.4f} s)")
     print(f"  data parallel: {dp.memory_bytes / GIB:.2f} GiB, {dp.time_s:.4f} s "
           f"(network {dp.network_s:.4f} s, compute {dp.compute_s:.4f} s)")
+    print(f"  {approximation_line(s['frontier'])}")
+    print(f"  largest frontier cell {s['frontier']['max_cell_points']} points; "
+          f"peak memory of this process so far {_peak_rss_gib():.1f} GiB", flush=True)
     mems = [p.memory_bytes for p in plans]
     times = [p.time_s for p in plans]
     ok = _check("non-empty and monotone", bool(plans) and mems == sorted(mems)
@@ -70,8 +78,8 @@ def report(model: str, devices: int) -> bool:
     return ok
 
 
-def fits(model: str, devices: int) -> bool:
-    result, _ = _frontier(model, devices)
+def fits(model: str, devices: int, epsilon: float | None, threads: int) -> bool:
+    result, _ = _frontier(model, devices, epsilon, threads)
     limit = get_cluster("paper-v100x16").memory_bytes / SAFETY_MARGIN
     dp = result.data_parallel_plan()
     fitting = [p for p in result.plans if p.memory_bytes <= limit]
@@ -90,16 +98,17 @@ def main(argv=None) -> int:
     parser.add_argument("--fit-models", default="paper_wide_resnet,paper_transformer")
     parser.add_argument("--fit-devices", type=int, default=8)
     parser.add_argument("--epsilon", type=float, default=None,
-                        help="merge frontier points within this relative time (default: exact)")
+                        help="search epsilon-approximate frontiers (see frontier.track); "
+                             "default exact")
+    parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     args = parser.parse_args(argv)
-    global EPSILON
-    EPSILON = args.epsilon
-    if EPSILON:
-        print(f"epsilon = {EPSILON}: frontiers are approximate (see frontier.track)")
+    if args.epsilon:
+        print(f"epsilon = {args.epsilon}: every exact frontier point has a plan here with no "
+              f"more memory and at most {1 + args.epsilon:g} times its time")
     ok = True
     for model in args.models.split(","):
-        ok &= report(model, args.devices)
+        ok &= report(model, args.devices, args.epsilon, args.threads)
     for model in filter(None, args.fit_models.split(",")):
-        ok &= fits(model, args.fit_devices)
+        ok &= fits(model, args.fit_devices, args.epsilon, args.threads)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1

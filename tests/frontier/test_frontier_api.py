@@ -120,23 +120,39 @@ def test_empty_graph_and_bad_choice():
         res.choice(len(res.points))
 
 
-def test_epsilon_thins_within_bound():
-    g = model_graph("residual", 13, 8, seed=1)
-    exact = track(g)
-    eps = 0.05
-    approx = track(g, epsilon=eps)
-    assert not approx.exact and approx.stats["epsilon"] == eps
+@pytest.mark.parametrize("method", ["ldp", "elimination"])
+def test_epsilon_frontier_is_within_its_guarantee(method):
+    g = model_graph("transformer", 30, 8, seed=1)
+    exact = track(g, method=method)
+    eps = 0.2
+    approx = track(g, method=method, epsilon=eps)
+    s = approx.stats
+    assert not approx.exact and s["epsilon"] == eps
     assert len(approx.points) < len(exact.points)
-    depth = (approx.stats["node_eliminations"] + approx.stats["edge_eliminations"] +
-             approx.stats["ldp_steps"] + approx.stats["branch_eliminations"] + 2)
+    least = sum(g.node_costs(v)[:, 1].min() for v in range(g.num_nodes)) + sum(
+        g.edge(e).time.min() for e in range(g.num_edges))
+    assert s["time_lower_bound"] == pytest.approx(least)
+    assert s["time_quantum"] == pytest.approx(eps * least / (3 * g.num_nodes + g.num_edges))
+    assert 0 < s["time_error_bound"] <= eps * least * (1 + 1e-12)
     for m, t in exact.points:          # every exact point is covered within the bound
-        assert any(am <= m and at <= (1 + eps) ** depth * t for am, at in approx.points)
+        assert any(am <= m and at <= t + s["time_error_bound"] for am, at in approx.points)
     for i, p in enumerate(approx.points):   # still real strategies
         assert cost_of(g, *approx.choice(i)) == pytest.approx(p, rel=1e-12)
-    # within one final frontier, no two points share a time bucket
-    b = np.floor(np.log([t for _, t in approx.points]) / np.log1p(eps))
+    # the final reduction thinned too: no two points share a time bucket
+    b = np.floor(np.array([t for _, t in approx.points]) / s["time_quantum"])
     assert np.all(np.diff(b) != 0)
-    assert track(g, epsilon=1e-15).points == exact.points
+    tiny = track(g, method=method, epsilon=1e-15)
+    assert tiny.points == exact.points and tiny.stats["time_error_bound"] > 0
+
+
+def test_epsilon_on_zero_time_costs_thins_nothing():
+    g = CostGraph()
+    a = g.add_node("a", [(1.0, 0.0), (0.5, 0.0)])
+    b = g.add_node("b", [(2.0, 0.0)])
+    g.add_edge(a, b, np.zeros((2, 1, 2)))
+    res = track(g, epsilon=0.5)
+    assert res.stats["time_quantum"] is None and res.stats["time_error_bound"] == 0.0
+    assert res.points == track(g).points
 
 
 def test_progress_is_called():

@@ -102,3 +102,20 @@ def test_large_frontier_recosts_exactly():
     for res in (a, b):
         for i, p in enumerate(res.points):
             assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
+
+
+@pytest.mark.parametrize("budget", [1, 7, 64])
+def test_candidate_batches_stay_exact(monkeypatch, budget):
+    """Products materialized a few cells at a time (as on big graphs) give the same
+    frontier as all at once."""
+    import frontier._values as values
+    graphs = [random_graph(np.random.default_rng([seed, 99]), shape)
+              for seed in range(4) for shape in ("residual", "diamond", "multi")]
+    whole = [track(g, method=m).points for g in graphs for m in ("ldp", "elimination")]
+    batches = []
+    real = values._whole_cell_batches
+    monkeypatch.setattr(values, "_CANDIDATE_BUDGET", budget)
+    monkeypatch.setattr(values, "_whole_cell_batches",
+                        lambda *a: batches.append(len(real(*a))) or real(*a))
+    assert [track(g, method=m).points for g in graphs for m in ("ldp", "elimination")] == whole
+    assert max(batches) > 1, "no product was split into batches"

@@ -3,6 +3,7 @@
 import pytest
 
 import tensoropt as to
+from tensoropt import models
 from tensoropt.strategy import NoPlanFitsError
 
 
@@ -55,3 +56,18 @@ def test_nothing_fits_names_the_least_memory_and_the_device_count_that_would():
     msg = str(e.value)
     assert f"({one.memory_bytes:.0f} bytes)" in msg
     assert "the smallest device count that fits is 2" in msg and "Raise memory_limit" in msg
+
+
+def test_epsilon_plans_are_within_their_guarantee():
+    models.build("cnn", size="tiny")
+    exact = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    eps = 0.2
+    approx = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=eps)
+    assert len(approx.frontier) < len(exact.frontier)
+    for q in exact.frontier:   # every exact plan has an approximate one no worse than promised
+        assert any(p.memory_bytes <= q.memory_bytes and p.time_s <= (1 + eps) * q.time_s
+                   for p in approx.frontier)
+    assert approx.memory_bytes <= exact.memory_bytes * (1 + 1e-12)
+    assert approx.time_s <= (1 + eps) * exact.time_s
+    with pytest.raises(ValueError, match="epsilon"):
+        to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=1.5)

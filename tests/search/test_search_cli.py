@@ -1,0 +1,31 @@
+"""``tensoropt frontier`` and ``tensoropt profile`` on a small zoo model."""
+
+import json
+
+from tensoropt import cli
+
+
+def test_frontier_table_reports_points_data_parallel_and_exactness(capsys):
+    assert cli.main(["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
+                     "--devices", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "data parallel" in out and "configurations per op: mean" in out
+    assert "frontier: exact" in out
+
+
+def test_frontier_epsilon_is_reported_with_its_bound(capsys):
+    assert cli.main(["frontier", "--model", "transformer", "--size", "tiny", "--cluster",
+                     "paper-v100x16", "--devices", "4", "--epsilon", "0.1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    stats = out["frontier_stats"]
+    assert stats["epsilon"] == 0.1
+    assert 0 <= stats["time_error_bound"] <= 0.1 * stats["time_lower_bound"]
+    times = [row["time_s"] for row in out["frontier"]]
+    assert times == sorted(times, reverse=True) and min(times) >= stats["time_lower_bound"]
+
+
+def test_profile_table_has_a_row_per_device_count(capsys):
+    assert cli.main(["profile", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
+                     "--devices", "1,2", "--epsilon", "0.05"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines[2:]] == ["1", "2"]
