@@ -87,6 +87,8 @@ class _Space:
                         for op in self.ops}
         self.edges: list[_EdgeTable] = []
         self._config_index: dict = {}
+        self._edge_entries: dict = {}
+        self._op_configs: dict = {}
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
         self._edge_grids: dict = {}
@@ -97,6 +99,31 @@ class _Space:
                 tuple((tuple(t.shape), t.dtype.name, t in model.grad) for t in op.inputs),
                 tuple(tuple(t.shape) for t in op.outputs),
                 op.kind == "variable" and op.outputs[0] in model.trained)
+
+    def edge_entry(self, e: int, table: _EdgeTable, pair: tuple, j: int) -> dict:
+        """Edge e's entry in a Plan for layout pair ``pair`` and alternative j. Plans of
+        one search share these (a frontier can hold thousands of plans); treat as read-only."""
+        key = (e, int(pair[0]), int(pair[1]), j)
+        entry = self._edge_entries.get(key)
+        if entry is None:
+            alt = table.alternatives[pair][j]
+            convs = self.model.conversions(table.producer.outputs[table.out_index], alt)
+            entry = self._edge_entries[key] = {
+                "producer": table.producer.name, "output": table.out_index,
+                "consumer": table.consumer.name, "input": table.in_index,
+                "src_layout": str(alt.src), "dst_layout": str(alt.dst),
+                "forward": str(convs["forward"]), "reuse": alt.reuse,
+                "forward_steps": steps_to_json(convs["forward"]),
+                "backward_steps": steps_to_json(convs["backward"]),
+                "rebuild_steps": steps_to_json(convs["rebuild"])}
+        return entry
+
+    def op_config(self, config: Config) -> OpConfig:
+        """The Plan form of a configuration, one shared value per configuration."""
+        if config not in self._op_configs:
+            self._op_configs[config] = OpConfig(config.mesh, tuple(
+                (d, a) for a, d in enumerate(config.axis_dims) if d is not None))
+        return self._op_configs[config]
 
     def config_index(self, op, config) -> int:
         """The position of ``config`` in ``self.configs[op]``."""
@@ -173,13 +200,13 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
         memory += cost.memory_bytes
         compute += cost.compute_s
         network += cost.sync_s
-        ops[op.name] = OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims)
-                                                   if d is not None))
+        ops[op.name] = space.op_config(config)
     edges = []
     for e, table in enumerate(space.edges):
         k = space.config_index(table.producer, chosen[table.producer])
         p = space.config_index(table.consumer, chosen[table.consumer])
-        alts: list[EdgeAlternative] = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
+        pair = (table.src_ids[k], table.dst_ids[p])
+        alts: list[EdgeAlternative] = table.alternatives[pair]
         if alt_choice is None:  # choose the least time, then least memory
             j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
         else:  # indices past the list are edge_costs' padding, copies of alternative 0
@@ -187,14 +214,7 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
         alt = alts[j]
         memory += alt.memory_bytes
         network += alt.time_s
-        convs = model.conversions(table.producer.outputs[table.out_index], alt)
-        edges.append({"producer": table.producer.name, "output": table.out_index,
-                      "consumer": table.consumer.name, "input": table.in_index,
-                      "src_layout": str(alt.src), "dst_layout": str(alt.dst),
-                      "forward": str(convs["forward"]), "reuse": alt.reuse,
-                      "forward_steps": steps_to_json(convs["forward"]),
-                      "backward_steps": steps_to_json(convs["backward"]),
-                      "rebuild_steps": steps_to_json(convs["rebuild"])})
+        edges.append(space.edge_entry(e, table, pair, j))
     return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
                 time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
 
