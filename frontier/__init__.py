@@ -22,7 +22,9 @@ Modules: ``graph`` (CostGraph, validation), ``track`` (track, TrackResult),
 
 The frontier is exact unless ``res.stats["heuristic_eliminations"]`` is non-zero or an
 ``epsilon`` was given (``res.exact`` says which); every point's ``choice`` re-costs to
-exactly that point.
+exactly that point. With ``epsilon=e`` every exact point has a returned point with no more
+memory and at most ``(1 + e)`` times its time (``res.stats["time_error_bound"]`` is the
+bound reached, in seconds).
 """
 
 from frontier.graph import CostGraph

@@ -60,13 +60,17 @@ class Work:
             c = graph.node_costs(v)
             t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=np.int64))
             self.ntab[v] = store.leaf_node(v, t)
+        reduced: dict[int, tuple] = {}   # edges sharing cost arrays share their tables
         for eid in range(graph.num_edges):
             ec = graph.edge(eid)
-            ncell = ec.shape[0] * ec.shape[1]
-            cell = np.repeat(np.arange(ncell, dtype=np.int64), np.diff(ec.off))
-            idx, off = reduce_cells(cell, ec.mem, ec.time, ncell)
-            t = Table(ec.mem[idx], ec.time[idx], off)
-            tid = store.leaf_edge(eid, t, idx - ec.off[cell[idx]])
+            if id(ec.mem) not in reduced:
+                ncell = ec.shape[0] * ec.shape[1]
+                cell = np.repeat(np.arange(ncell, dtype=np.int64), np.diff(ec.off))
+                idx, off = reduce_cells(cell, ec.mem, ec.time, ncell)
+                reduced[id(ec.mem)] = (ec.mem, Table(ec.mem[idx], ec.time[idx], off),
+                                       (idx - ec.off[cell[idx]]).astype(np.int32))
+            _, t, alt = reduced[id(ec.mem)]
+            tid = store.leaf_edge(eid, t, alt)
             self._add_edge(ec.src, ec.dst, tid)
         self._note(None)
 

@@ -58,7 +58,7 @@ class Store:
         return self._add(table, _Record("node", nid, (), ()))
 
     def leaf_edge(self, eid: int, table: Table, alt: np.ndarray) -> int:
-        return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32),)))
+        return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32, copy=False),)))
 
     def derived(self, table: Table, parents: tuple[int, ...],
                 bp: tuple[np.ndarray, ...], error: float = 0.0) -> int:

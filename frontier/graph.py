@@ -59,6 +59,9 @@ class CostGraph:
         self._names: list[str] = []
         self._nodes: list[np.ndarray] = []
         self._edges: list[EdgeCosts] = []
+        # id(array) -> (array, mem, time, off): edges given the very same read-only cost
+        # array (as repeated layers are) share one flat copy.
+        self._shared: dict[int, tuple] = {}
 
     # ---------------------------------------------------------------- building
     def add_node(self, name: str, costs: Any) -> int:
@@ -101,7 +104,8 @@ class CostGraph:
             costs: ``costs[k][p]`` is a non-empty list of (memory, time) alternatives
                 when ``src`` takes configuration k and ``dst`` takes p. Also accepted: a
                 float array of shape (Ka, Kb, A, 2) (A alternatives for every pair) or
-                (Ka, Kb, 2) (one each). Memory may be negative.
+                (Ka, Kb, 2) (one each). Memory may be negative. Edges given the same
+                read-only array (``flags.writeable`` False) share one copy of it.
 
         Returns:
             The edge id (0, 1, 2, ... in the order of addition).
@@ -121,7 +125,13 @@ class CostGraph:
             raise ValueError(f"{what}: a self loop makes a cycle; the graph must be a DAG")
         ka, kb = len(self._nodes[src]), len(self._nodes[dst])
         if isinstance(costs, np.ndarray):
-            mem, time, off = self._edge_from_array(costs, ka, kb, what)
+            seen = self._shared.get(id(costs))
+            if seen is not None and seen[0] is costs and costs.shape[:2] == (ka, kb):
+                mem, time, off = seen[1:]
+            else:
+                mem, time, off = self._edge_from_array(costs, ka, kb, what)
+                if not costs.flags.writeable:
+                    self._shared[id(costs)] = (costs, mem, time, off)
         else:
             mem, time, off = self._edge_from_lists(costs, ka, kb, what)
         self._edges.append(EdgeCosts(src, dst, (ka, kb), mem, time, off))

@@ -128,7 +128,9 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             the reductions one point's derivation goes through; the bound actually
             accumulated is ``stats["time_error_bound"]`` (<= e * T). Returned points
             are real strategies: ``choice`` re-costs exactly. Assumes non-negative
-            times; when T is 0 nothing is thinned.
+            times; when T is 0 nothing is thinned. Thinning keeps every cell's least
+            memory exact, but times only within the bound, so a heuristic elimination
+            that ranks by time may choose differently than without epsilon.
         progress: optional ``progress(done, total)``, called after each node removed
             by an elimination or an LDP step, and once at the end with done == total
             (total = number of nodes).

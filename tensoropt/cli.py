@@ -59,7 +59,7 @@ def _record(model: str, size: str):
     return to.get_default_graph()
 
 
-def _progress(desc: str):
+def progress_bar(desc: str):
     """A tqdm bar and the ``progress(phase, done, total)`` callback that drives it."""
     from tqdm import tqdm
 
@@ -81,7 +81,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster, devices=args.devices)
-    bar, update = _progress(f"{args.model} on {cluster.devices} devices")
+    bar, update = progress_bar(f"{args.model} on {cluster.devices} devices")
     with bar:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
                               threads=args.threads, epsilon=args.epsilon)
@@ -113,7 +113,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     counts = [int(n) for n in args.devices.split(",")]
     rows = []
     for n in counts:
-        bar, update = _progress(f"{args.model} on {n} devices")
+        bar, update = progress_bar(f"{args.model} on {n} devices")
         with bar:
             rows += profile_parallelisms(graph, cluster.scaled(n), [n], args.memory_limit,
                                          args.cost_model, progress=update, epsilon=args.epsilon)

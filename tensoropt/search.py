@@ -163,7 +163,9 @@ class _Space:
     def edge_costs(self, table: _EdgeTable) -> np.ndarray:
         key = id(table.alternatives)  # shared by every edge of the same signatures
         if key not in self._edge_grids:
-            self._edge_grids[key] = self._edge_grid(table)
+            grid = self._edge_grid(table)
+            grid.flags.writeable = False   # lets CostGraph share it between those edges
+            self._edge_grids[key] = grid
         return self._edge_grids[key]
 
     def _edge_grid(self, table: _EdgeTable) -> np.ndarray:

@@ -26,6 +26,7 @@ import time
 
 import tensoropt as to
 from tensoropt import models
+from tensoropt.cli import progress_bar
 from tensoropt.cluster import get_cluster
 from tensoropt.report import approximation_line, turning_point
 from tensoropt.strategy import SAFETY_MARGIN, frontier_for
@@ -42,8 +43,10 @@ def _frontier(model: str, devices: int, epsilon: float | None, threads: int):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
-    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
-                          epsilon=epsilon, threads=threads)
+    bar, update = progress_bar(f"{model} on {devices} devices")
+    with bar:
+        result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
+                              epsilon=epsilon, threads=threads, progress=update)
     return result, time.perf_counter() - start
 
 

@@ -161,3 +161,22 @@ def test_progress_is_called():
     track(g, progress=lambda d, t: calls.append((d, t)))
     assert calls and calls[-1][0] == calls[-1][1] == g.num_nodes
     assert all(b[0] >= a[0] for a, b in zip(calls, calls[1:]))
+
+
+def test_edges_given_one_read_only_array_share_it():
+    rng = np.random.default_rng(5)
+    costs = rng.random((3, 3, 2, 2))
+    shared, copied = CostGraph(), CostGraph()
+    for g in (shared, copied):
+        for i in range(4):
+            g.add_node(f"n{i}", rng.random((3, 2)) if g is shared else shared.node_costs(i))
+    frozen = costs.copy()
+    frozen.flags.writeable = False
+    for i in range(3):
+        shared.add_edge(i, i + 1, frozen)
+        copied.add_edge(i, i + 1, costs)
+    assert np.shares_memory(shared.edge(0).mem, shared.edge(2).mem)
+    assert not np.shares_memory(copied.edge(0).mem, copied.edge(2).mem)
+    assert track(shared).points == track(copied).points
+    costs[0, 0, 0, 0] = -1.0            # a writable array is copied: later edits don't leak
+    assert copied.edge(0).mem[0] != -1.0
