@@ -63,13 +63,17 @@ def progress_bar(desc: str):
     """A tqdm bar and the ``progress(phase, done, total)`` callback that drives it."""
     from tqdm import tqdm
 
-    bar = tqdm(desc=desc, file=sys.stderr, leave=False, mininterval=0.5)
+    bar = tqdm(desc=desc, file=sys.stderr, leave=False, mininterval=0.5, miniters=1)
+    shown = {"phase": None}
 
     def update(phase: str, done: int, total: int) -> None:
-        bar.set_description(f"{desc}: {phase}", refresh=False)
-        bar.total = total
-        bar.n = done
-        bar.refresh() if done == total else bar.update(0)
+        if phase != shown["phase"]:
+            shown["phase"] = phase
+            bar.reset(total=total)
+            bar.set_description(f"{desc}: {phase}", refresh=False)
+        bar.update(done - bar.n)
+        if done == total:
+            bar.refresh()
 
     return bar, update
 
