@@ -89,6 +89,7 @@ class _Space:
         self._config_index: dict = {}
         self._edge_entries: dict = {}
         self._op_configs: dict = {}
+        self._op_costs: dict = {}
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
         self._edge_grids: dict = {}
@@ -132,10 +133,18 @@ class _Space:
             self._config_index[key] = {c: i for i, c in enumerate(self.configs[op])}
         return self._config_index[key][config]
 
+    def op_cost(self, op, config: Config):
+        """``model.op_cost``, once per (signature, configuration)."""
+        key = (self.signatures[op], config)
+        cost = self._op_costs.get(key)
+        if cost is None:
+            cost = self._op_costs[key] = self.model.op_cost(op, config)
+        return cost
+
     def node_costs(self, op) -> np.ndarray:
         key = self.signatures[op]
         if key not in self._node_costs:
-            costs = [self.model.op_cost(op, c) for c in self.configs[op]]
+            costs = [self.op_cost(op, c) for c in self.configs[op]]
             self._node_costs[key] = np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
         return self._node_costs[key]
 
@@ -198,7 +207,7 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
     ops = {}
     for op in space.ops:
         config: Config = chosen[op]
-        cost = model.op_cost(op, config)
+        cost = space.op_cost(op, config)
         memory += cost.memory_bytes
         compute += cost.compute_s
         network += cost.sync_s
