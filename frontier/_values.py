@@ -147,6 +147,26 @@ def _finish(cells, mem, time, ncells, quantum, *cols):
     return (Table(mem[idx], time[idx], off),) + tuple(col[idx] for col in cols)
 
 
+_CANDIDATE_BUDGET = 1 << 23   # candidate points materialized at once by ``combine``
+
+
+def _whole_cell_batches(cells: np.ndarray, n: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """Ranges [s, e) of blocks (sorted by output cell) with about ``budget`` candidates
+    each, cut only between output cells so that each range reduces exactly on its own.
+    A cell with more candidates than the budget is a range by itself."""
+    if len(n) == 0:
+        return []
+    first = np.r_[np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]]), len(n)]
+    before = np.r_[0, np.cumsum(n)][first]     # candidates before each cell's first block
+    out, i = [], 0
+    while i < len(first) - 1:
+        j = int(np.searchsorted(before, before[i] + budget, side="right")) - 1
+        j = max(j, i + 1)
+        out.append((int(first[i]), int(first[j])))
+        i = j
+    return out
+
+
 def cell_product(a: Table, b: Table, bmap: np.ndarray,
                  quantum: Optional[float] = None) -> tuple[Table, np.ndarray, np.ndarray]:
     """Cellwise product: output cell c = reduce(a[c] (x) b[bmap[c]]).
@@ -173,14 +193,26 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray,
             return Table(mem, time, _offsets(cell, C)), ia, ib
         return _finish(cell, mem, time, C, quantum, ia, ib)
     n = na * nb
-    cell = np.repeat(np.arange(C, dtype=_IDX), n)
-    starts = np.zeros(C, dtype=_IDX)
-    np.cumsum(n[:-1], out=starts[1:])
-    local = np.arange(len(cell), dtype=_IDX) - starts[cell]
+    parts = [_cell_products(a, b, bmap, c0, c1, n, nb, quantum)
+             for c0, c1 in _whole_cell_batches(np.arange(C), n, _CANDIDATE_BUDGET)]
+    cell, mem, time, ia, ib = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    return Table(mem, time, _offsets(cell, C)), ia, ib
+
+
+def _cell_products(a: Table, b: Table, bmap: np.ndarray, c0: int, c1: int, n: np.ndarray,
+                   nb: np.ndarray, quantum: Optional[float]):
+    """``cell_product``'s kept points for cells [c0, c1): (cell, mem, time, ia, ib)."""
+    cell = np.repeat(np.arange(c0, c1, dtype=_IDX), n[c0:c1])
+    starts = np.zeros(c1 - c0, dtype=_IDX)
+    np.cumsum(n[c0:c1 - 1], out=starts[1:])
+    local = np.arange(len(cell), dtype=_IDX) - starts[cell - c0]
     nbc = nb[cell]
     ia = a.off[cell] + local // nbc
     ib = b.off[bmap[cell]] + local % nbc
-    return _finish(cell, a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], C, quantum, ia, ib)
+    del local, nbc
+    mem, time = a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib]
+    idx, _ = reduce_cells(cell - c0, mem, time, c1 - c0, quantum)
+    return cell[idx], mem[idx], time[idx], ia[idx], ib[idx]
 
 
 def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
@@ -205,26 +237,6 @@ def _cell_stats(t: Table, shape: tuple[int, int]):
     last = t.off[1:] - 1
     return (t.mem[first].reshape(shape), t.time[first].reshape(shape),
             t.mem[last].reshape(shape), t.time[last].reshape(shape))
-
-
-_CANDIDATE_BUDGET = 1 << 23   # candidate points materialized at once by ``combine``
-
-
-def _whole_cell_batches(cells: np.ndarray, n: np.ndarray, budget: int) -> list[tuple[int, int]]:
-    """Ranges [s, e) of blocks (sorted by output cell) with about ``budget`` candidates
-    each, cut only between output cells so that each range reduces exactly on its own.
-    A cell with more candidates than the budget is a range by itself."""
-    if len(n) == 0:
-        return []
-    first = np.r_[np.flatnonzero(np.r_[True, cells[1:] != cells[:-1]]), len(n)]
-    before = np.r_[0, np.cumsum(n)][first]     # candidates before each cell's first block
-    out, i = [], 0
-    while i < len(first) - 1:
-        j = int(np.searchsorted(before, before[i] + budget, side="right")) - 1
-        j = max(j, i + 1)
-        out.append((int(first[i]), int(first[j])))
-        i = j
-    return out
 
 
 def _products(a, b, P, mid, quantum, refs, width, w0, p0, wi, pi, ki, ca, cb, n):

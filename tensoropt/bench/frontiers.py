@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         print(f"epsilon = {args.epsilon}: every exact frontier point has a plan here with no "
               f"more memory and at most {1 + args.epsilon:g} times its time")
     ok = True
-    for model in args.models.split(","):
+    for model in filter(None, args.models.split(",")):
         ok &= report(model, args.devices, args.epsilon, args.threads)
     for model in filter(None, args.fit_models.split(",")):
         ok &= fits(model, args.fit_devices, args.epsilon, args.threads)
