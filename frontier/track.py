@@ -97,7 +97,9 @@ def _time_quantum(graph: CostGraph, epsilon: Optional[float], stats: dict) -> Op
         return None
     lower = sum(float(graph.node_costs(v)[:, 1].min()) for v in range(graph.num_nodes))
     lower += sum(float(graph.edge(e).time.min()) for e in range(graph.num_edges))
-    reductions = 3 * graph.num_nodes + graph.num_edges
+    # Every reduction consumes an edge, or a node along with an edge, except the final
+    # union and product per component: at most edges + 2 * nodes in all.
+    reductions = 2 * graph.num_nodes + graph.num_edges
     quantum = epsilon * lower / reductions if lower > 0 else None
     stats.update(time_lower_bound=lower, time_quantum=quantum)
     return quantum
@@ -124,7 +126,7 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             where T (``stats["time_lower_bound"]``) is the sum of every node's and
             edge's least time, which no strategy beats. Every reduction thins its
             frontiers to one point (the least memory) per time bucket of width
-            ``e * T / R`` (``stats["time_quantum"]``), R = 3 * nodes + edges bounding
+            ``e * T / R`` (``stats["time_quantum"]``), R = 2 * nodes + edges bounding
             the reductions one point's derivation goes through; the bound actually
             accumulated is ``stats["time_error_bound"]`` (<= e * T). Returned points
             are real strategies: ``choice`` re-costs exactly. Assumes non-negative

@@ -132,7 +132,7 @@ def test_epsilon_frontier_is_within_its_guarantee(method):
     least = sum(g.node_costs(v)[:, 1].min() for v in range(g.num_nodes)) + sum(
         g.edge(e).time.min() for e in range(g.num_edges))
     assert s["time_lower_bound"] == pytest.approx(least)
-    assert s["time_quantum"] == pytest.approx(eps * least / (3 * g.num_nodes + g.num_edges))
+    assert s["time_quantum"] == pytest.approx(eps * least / (2 * g.num_nodes + g.num_edges))
     assert 0 < s["time_error_bound"] <= eps * least * (1 + 1e-12)
     for m, t in exact.points:          # every exact point is covered within the bound
         assert any(am <= m and at <= t + s["time_error_bound"] for am, at in approx.points)

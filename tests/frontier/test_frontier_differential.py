@@ -119,3 +119,21 @@ def test_candidate_batches_stay_exact(monkeypatch, budget):
                         lambda *a: batches.append(len(real(*a))) or real(*a))
     assert [track(g, method=m).points for g in graphs for m in ("ldp", "elimination")] == whole
     assert max(batches) > 1, "no product was split into batches"
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+def test_epsilon_covers_the_exact_frontier_within_its_bound(shape):
+    """On every shape the accumulated bound stays within epsilon * T (so the bound on the
+    number of reductions holds), and, where FT is exact, covers brute force."""
+    eps = 0.3
+    for seed in range(10):
+        g = random_graph(np.random.default_rng([seed, 7, SMALL_SHAPES.index(shape)]), shape)
+        for method in ("ldp", "elimination"):
+            res = track(g, method=method, epsilon=eps)
+            s = res.stats
+            assert s["time_error_bound"] <= eps * s["time_lower_bound"] * (1 + 1e-12)
+            if s["heuristic_eliminations"]:
+                continue
+            for m, t in brute_force(g):
+                assert any(am <= m + 1e-9 and at <= t + s["time_error_bound"] + 1e-9
+                           for am, at in res.points)
