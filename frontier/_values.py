@@ -274,6 +274,32 @@ def _products(a, b, P, mid, quantum, refs, width, w0, p0, wi, pi, ki, ca, cb, n)
     return cells[idx], mem[idx], time[idx], ia[idx], ib[idx], kk[idx]
 
 
+def _dominated_by_extremes(Lm: np.ndarray, Lt: np.ndarray, U1t: np.ndarray,
+                           U2m: np.ndarray) -> np.ndarray:
+    """Blocks (w, p, k) whose ideal corner (Lm, Lt) is strictly dominated by an actual
+    point of some block of the same output cell: its least-memory point (Lm, U1t) or its
+    least-time point (U2m, Lt). Every point of such a block is then strictly dominated,
+    so dropping the block keeps the result exact."""
+    R, Q, K = Lm.shape
+    C = R * Q
+    cell = np.repeat(np.arange(C, dtype=_IDX), 2 * K)
+    pm = np.concatenate([Lm.reshape(C, K), U2m.reshape(C, K)], axis=1).reshape(-1)
+    pt = np.concatenate([U1t.reshape(C, K), Lt.reshape(C, K)], axis=1).reshape(-1)
+    idx, _ = reduce_cells(cell, pm, pt, C)       # per cell: memory up, time down
+    sm, st, sc = pm[idx], pt[idx], cell[idx]
+    qm, qt = Lm.reshape(-1), Lt.reshape(-1)
+    qc = np.repeat(np.arange(C, dtype=_IDX), K)
+    # One searchsorted for all cells: integer keys (cell, rank of memory).
+    _, rank = np.unique(np.concatenate([sm, qm]), return_inverse=True)
+    nr = int(rank.max()) + 1
+    ks = sc * nr + rank[:len(sm)]
+    j = np.searchsorted(ks, qc * nr + rank[len(sm):], side="right") - 1
+    jj = np.maximum(j, 0)
+    hit = (j >= 0) & (sc[jj] == qc)              # the cell's last point with m <= Lm
+    dom = hit & ((st[jj] < qt) | ((st[jj] == qt) & (sm[jj] < qm)))
+    return dom.reshape(Lm.shape)
+
+
 def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] = None,
             post: Optional[Table] = None, threads: int = 1, quantum: Optional[float] = None,
             stats: Optional[dict] = None):
@@ -310,6 +336,17 @@ def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] 
             step = min(step, max(1, -(-P // (2 * threads))))
         chunks = [(0, 1, p, min(P, p + step)) for p in range(0, P, step)]
 
+    def blocks(alive, w0, p0, p1):
+        """The live blocks (w, k, p), ordered by output cell, and their candidate counts."""
+        wi, pi, ki = np.nonzero(alive)
+        cl_blocks = wi * (p1 - p0) + pi          # output cell of each block, ascending
+        wi = wi + w0
+        pi = pi + p0
+        ca = wi * K + ki
+        cb = ki * P + pi
+        n = (a.off[ca + 1] - a.off[ca]) * (b.off[cb + 1] - b.off[cb])
+        return cl_blocks, wi, pi, ki, ca, cb, n
+
     def work(ch):
         w0, w1, p0, p1 = ch
         Lm = am0[w0:w1, None, :] + bm0[None, p0:p1, :]
@@ -343,13 +380,10 @@ def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] 
             dom = (rm <= Lm) & (rt <= Lt)
             dom &= ~((rm == Lm) & (rt == Lt) & (rk >= karange))
             alive &= ~dom
-        wi, pi, ki = np.nonzero(alive)
-        cl_blocks = wi * (p1 - p0) + pi          # output cell of each block, ascending
-        wi = wi + w0
-        pi = pi + p0
-        ca = wi * K + ki
-        cb = ki * P + pi
-        n = (a.off[ca + 1] - a.off[ca]) * (b.off[cb + 1] - b.off[cb])
+        cl_blocks, wi, pi, ki, ca, cb, n = blocks(alive, w0, p0, p1)
+        if n.sum() > _CANDIDATE_BUDGET:   # a big product: a finer block filter pays off
+            alive &= ~_dominated_by_extremes(Lm, Lt, U1t, U2m)
+            cl_blocks, wi, pi, ki, ca, cb, n = blocks(alive, w0, p0, p1)
         pieces = [_products(a, b, P, mid, quantum, refs, p1 - p0, w0, p0,
                             wi[s:e], pi[s:e], ki[s:e], ca[s:e], cb[s:e], n[s:e])
                   for s, e in _whole_cell_batches(cl_blocks, n, _CANDIDATE_BUDGET)]
