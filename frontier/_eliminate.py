@@ -63,13 +63,13 @@ class Work:
         reduced: dict[int, tuple] = {}   # edges sharing cost arrays share their tables
         for eid in range(graph.num_edges):
             ec = graph.edge(eid)
-            if id(ec.mem) not in reduced:
+            if id(ec.mem) not in reduced:   # the graph keeps ec.mem alive: ids are stable
                 ncell = ec.shape[0] * ec.shape[1]
                 cell = np.repeat(np.arange(ncell, dtype=np.int64), np.diff(ec.off))
                 idx, off = reduce_cells(cell, ec.mem, ec.time, ncell)
-                reduced[id(ec.mem)] = (ec.mem, Table(ec.mem[idx], ec.time[idx], off),
+                reduced[id(ec.mem)] = (Table(ec.mem[idx], ec.time[idx], off),
                                        (idx - ec.off[cell[idx]]).astype(np.int32))
-            _, t, alt = reduced[id(ec.mem)]
+            t, alt = reduced[id(ec.mem)]
             tid = store.leaf_edge(eid, t, alt)
             self._add_edge(ec.src, ec.dst, tid)
         self._note(None)

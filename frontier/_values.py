@@ -199,17 +199,23 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray,
     return Table(mem, time, _offsets(cell, C)), ia, ib
 
 
+def _pairs(a_first: np.ndarray, b_first: np.ndarray, n: np.ndarray, nb: np.ndarray):
+    """Every pair of points of a list of blocks: block i pairs ``n[i] / nb[i]`` points of
+    ``a`` from flat index ``a_first[i]`` with ``nb[i]`` points of ``b`` from
+    ``b_first[i]``. Returns the block of each pair and its flat indices into a and b."""
+    blk = np.repeat(np.arange(len(n), dtype=_IDX), n)
+    starts = np.zeros(len(n), dtype=_IDX)
+    np.cumsum(n[:-1], out=starts[1:])
+    local = np.arange(len(blk), dtype=_IDX) - starts[blk]
+    nbb = nb[blk]
+    return blk, a_first[blk] + local // nbb, b_first[blk] + local % nbb
+
+
 def _cell_products(a: Table, b: Table, bmap: np.ndarray, c0: int, c1: int, n: np.ndarray,
                    nb: np.ndarray, quantum: Optional[float]):
     """``cell_product``'s kept points for cells [c0, c1): (cell, mem, time, ia, ib)."""
-    cell = np.repeat(np.arange(c0, c1, dtype=_IDX), n[c0:c1])
-    starts = np.zeros(c1 - c0, dtype=_IDX)
-    np.cumsum(n[c0:c1 - 1], out=starts[1:])
-    local = np.arange(len(cell), dtype=_IDX) - starts[cell - c0]
-    nbc = nb[cell]
-    ia = a.off[cell] + local // nbc
-    ib = b.off[bmap[cell]] + local % nbc
-    del local, nbc
+    blk, ia, ib = _pairs(a.off[c0:c1], b.off[bmap[c0:c1]], n[c0:c1], nb[c0:c1])
+    cell = blk + c0
     mem, time = a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib]
     idx, _ = reduce_cells(cell - c0, mem, time, c1 - c0, quantum)
     return cell[idx], mem[idx], time[idx], ia[idx], ib[idx]
@@ -239,19 +245,11 @@ def _cell_stats(t: Table, shape: tuple[int, int]):
             t.mem[last].reshape(shape), t.time[last].reshape(shape))
 
 
-def _products(a, b, P, mid, quantum, refs, width, w0, p0, wi, pi, ki, ca, cb, n):
-    """The candidate points of blocks (w, k, p), filtered against the references and
-    reduced per output cell (w, p); returns (cells, mem, time, ia, ib, k)."""
-    nb = b.off[cb + 1] - b.off[cb]
-    tot = int(n.sum())
-    blk = np.repeat(np.arange(len(n), dtype=_IDX), n)
-    starts = np.zeros(len(n), dtype=_IDX)
-    np.cumsum(n[:-1], out=starts[1:])
-    local = np.arange(tot, dtype=_IDX) - starts[blk]
-    nbb = nb[blk]
-    ia = a.off[ca][blk] + local // nbb
-    ib = b.off[cb][blk] + local % nbb
-    del local, nbb
+def _products(a, b, P, mid, quantum, refs, cl, wi, pi, ki, ca, cb, n):
+    """The candidate points of blocks (w, k, p), filtered against the references (indexed
+    by ``cl``, the block's output cell within the chunk) and reduced per output cell
+    (w, p); returns (cells, mem, time, ia, ib, k)."""
+    blk, ia, ib = _pairs(a.off[ca], b.off[cb], n, b.off[cb + 1] - b.off[cb])
     kk = ki[blk]
     # Same association as the corners and references: (a + mid) + b, bit for bit.
     if mid is not None:
@@ -261,8 +259,8 @@ def _products(a, b, P, mid, quantum, refs, width, w0, p0, wi, pi, ki, ca, cb, n)
         mem = a.mem[ia] + b.mem[ib]
         time = a.time[ia] + b.time[ib]
     # Point-level filter against the references (strict dominance only).
-    cl = (wi - w0)[blk] * width + (pi - p0)[blk]
-    drop = np.zeros(tot, dtype=bool)
+    cl = cl[blk]
+    drop = np.zeros(len(blk), dtype=bool)
     for rm, rt, _ in refs:
         rmf = rm.reshape(-1)[cl]
         rtf = rt.reshape(-1)[cl]
@@ -384,7 +382,7 @@ def combine(a: Table, b: Table, W: int, K: int, P: int, *, mid: Optional[Table] 
         if n.sum() > _CANDIDATE_BUDGET:   # a big product: a finer block filter pays off
             alive &= ~_dominated_by_extremes(Lm, Lt, U1t, U2m)
             cl_blocks, wi, pi, ki, ca, cb, n = blocks(alive, w0, p0, p1)
-        pieces = [_products(a, b, P, mid, quantum, refs, p1 - p0, w0, p0,
+        pieces = [_products(a, b, P, mid, quantum, refs, cl_blocks[s:e],
                             wi[s:e], pi[s:e], ki[s:e], ca[s:e], cb[s:e], n[s:e])
                   for s, e in _whole_cell_batches(cl_blocks, n, _CANDIDATE_BUDGET)]
         return tuple(np.concatenate([pc[i] for pc in pieces]) if pieces else
