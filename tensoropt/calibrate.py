@@ -42,7 +42,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tensoropt.cluster import DEFAULT_PROFILE_PATH
+from tensoropt.cluster import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.collectives import COLLECTIVES, CalibrationProfile
 from tensoropt.process_sets import partition_schemes, register_process_sets, scheme_groups
 
@@ -284,10 +284,7 @@ class Calibrator:
         flops = self.measure_matmul()
         machines = len(set(self.hostnames))
         dpm = max(self.hostnames.count(h) for h in set(self.hostnames))
-        try:
-            phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            phys = 16 * 2**30
+        phys = physical_memory_bytes(default=16 * 2**30)
         order = list(dict.fromkeys(self.hostnames))
         blockwise = all(order.index(h) == r // dpm for r, h in enumerate(self.hostnames))
         return CalibrationProfile(

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Link", "Cluster", "PRESETS", "get_cluster", "local_cluster", "profile_path", "preset_names", "DEFAULT_PROFILE_PATH",
-           "CLUSTER_FORMAT_VERSION"]
+           "CLUSTER_FORMAT_VERSION", "physical_memory_bytes"]
 
 CLUSTER_FORMAT_VERSION = 1
 DEFAULT_PROFILE_PATH = os.path.join("profiles", "local.json")
@@ -307,6 +307,14 @@ def profile_path(profile: str | os.PathLike | None = None) -> Path:
     return Path(profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE_PATH)
 
 
+def physical_memory_bytes(default: int) -> int:
+    """This machine's physical memory, or ``default`` where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return default
+
+
 def local_cluster(machines: int = 1, devices_per_machine: int = 1,
                   profile: str | os.PathLike | None = None) -> Cluster:
     """This job's cluster: the calibrated ``local`` one when a profile exists, else this
@@ -316,10 +324,7 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
     path = profile_path(profile)
     if path.exists():
         return Cluster.from_profile(path)
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        physical = 8 * 2**30
+    physical = physical_memory_bytes(default=8 * 2**30)
     return Cluster(name="local-uncalibrated", machines=machines, devices_per_machine=devices_per_machine,
                    memory_bytes=float(physical // devices_per_machine), peak_flops=NOMINAL_CPU_PEAK_FLOPS,
                    intra=NOMINAL_CPU_LINK, inter=NOMINAL_CPU_LINK)

@@ -104,7 +104,7 @@ class _Space:
     def edge_entry(self, e: int, table: _EdgeTable, pair: tuple, j: int) -> dict:
         """Edge e's entry in a Plan for layout pair ``pair`` and alternative j. Plans of
         one search share these (a frontier can hold thousands of plans); treat as read-only."""
-        key = (e, int(pair[0]), int(pair[1]), j)
+        key = (e, *pair, j)
         entry = self._edge_entries.get(key)
         if entry is None:
             alt = table.alternatives[pair][j]
@@ -132,6 +132,12 @@ class _Space:
         if key not in self._config_index:
             self._config_index[key] = {c: i for i, c in enumerate(self.configs[op])}
         return self._config_index[key][config]
+
+    def layout_pair(self, table: _EdgeTable, chosen: dict) -> tuple[int, int]:
+        """The (src, dst) layout ids an edge has when its ops take the ``chosen`` configs."""
+        k = self.config_index(table.producer, chosen[table.producer])
+        p = self.config_index(table.consumer, chosen[table.consumer])
+        return int(table.src_ids[k]), int(table.dst_ids[p])
 
     def op_cost(self, op, config: Config):
         """``model.op_cost``, once per (signature, configuration)."""
@@ -214,9 +220,7 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
         ops[op.name] = space.op_config(config)
     edges = []
     for e, table in enumerate(space.edges):
-        k = space.config_index(table.producer, chosen[table.producer])
-        p = space.config_index(table.consumer, chosen[table.consumer])
-        pair = (table.src_ids[k], table.dst_ids[p])
+        pair = space.layout_pair(table, chosen)
         alts: list[EdgeAlternative] = table.alternatives[pair]
         if alt_choice is None:  # choose the least time, then least memory
             j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
@@ -291,9 +295,7 @@ def sample_plan(space: _Space, rng, option: str = "sampled") -> Plan:
     chosen = {op: space.configs[op][rng.integers(len(space.configs[op]))] for op in space.ops}
     alt_choice = {}
     for e, table in enumerate(space.edges):
-        k = space.config_index(table.producer, chosen[table.producer])
-        p = space.config_index(table.consumer, chosen[table.consumer])
-        alternatives = table.alternatives[(table.src_ids[k], table.dst_ids[p])]
+        alternatives = table.alternatives[space.layout_pair(table, chosen)]
         alt_choice[e] = int(rng.integers(len(alternatives)))
     return plan_from_configs(space, chosen, alt_choice, option)
 
