@@ -12,7 +12,8 @@ each and count it in ``stats``:
 
 Usage::
 
-    w = Work(graph, order, store, stats, threads=1, quantum=None)
+    w = Work(graph, order, store, stats, threads=1, quantum=None, max_candidates=None,
+             time_scale=T)
     w.reduce_graph(method="ldp", heuristic=("weighted", 0.5))
     for comp in w.components(): ...
 """
@@ -26,7 +27,7 @@ import numpy as np
 from frontier._store import Store
 from frontier._values import (Table, cell_product, cell_product_shared, gather,
                               combine_shared as combine,
-                              reduce_cells, single_point_cells)
+                              reduce_cells, single_point_cells, thin)
 from frontier.graph import CostGraph
 
 __all__ = ["Work", "Heuristic"]
@@ -39,11 +40,14 @@ class Work:
 
     def __init__(self, graph: CostGraph, order: list[int], store: Store, stats: dict,
                  threads: int = 1, quantum: Optional[float] = None,
-                 progress: Optional[Callable[[int, int], None]] = None) -> None:
+                 progress: Optional[Callable[[int, int], None]] = None,
+                 max_candidates: Optional[int] = None, time_scale: float = 0.0) -> None:
         self.st = store
         self.stats = stats
         self.threads = threads
         self.quantum = quantum
+        self.max_candidates = max_candidates
+        self.time_scale = time_scale      # T of ``track``: the least time of any strategy
         self.progress = progress
         self.total = graph.num_nodes
         self.topo = {v: i for i, v in enumerate(order)}
@@ -80,6 +84,43 @@ class Work:
         """Registers a table made by a reduction, which thinned it when ``quantum`` is
         set (adding ``quantum`` to its time error bound)."""
         return self.st.derived(table, parents, bp, error=self.quantum or 0.0)
+
+    def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:
+        """The inputs of one product, thinned when it would be too big.
+
+        ``estimate(*counts)`` gives the candidate points the product would make from the
+        inputs' points per cell. When that exceeds ``max_candidates`` (or twice what the
+        product makes with one point per cell, if more), every input is thinned
+        (``thin``) with the smallest time quantum of the ladder ``T * 2^-16,
+        T * 2^-15, ...`` that brings the count under it (at most T). Each thinned input
+        is a new table whose time error grows by the quantum, so the bound ``track``
+        reports stays rigorous. Returns the ids to use; untouched inputs keep theirs.
+        """
+        if self.max_candidates is None or self.time_scale <= 0:
+            return tids
+        tables = [self.st.table(t) for t in tids]
+        counts = [t.counts() for t in tables]
+        floor = estimate(*(np.minimum(c, 1) for c in counts))
+        limit = max(self.max_candidates, 2 * floor)
+        if estimate(*counts) <= limit:
+            return tids
+        quantum = self.time_scale * 2.0 ** -16
+        while True:
+            thinned = [thin(t, quantum) for t in tables]
+            if estimate(*(t.counts() for t, _ in thinned)) <= limit or quantum >= self.time_scale:
+                break
+            quantum *= 2
+        out = []
+        for tid, t, (new, idx) in zip(tids, tables, thinned):
+            out.append(tid if new.npoints == t.npoints else
+                       self.st.derived(new, (tid,), (idx,), error=quantum))
+        self._count("capped_products")
+        self.stats["cap_quantum_max"] = max(self.stats.get("cap_quantum_max", 0.0), quantum)
+        return tuple(out)
+
+    def _drop_all(self, *tids: int) -> None:
+        for tid in set(tids):
+            self.st.drop(tid)
 
     def _add_edge(self, u: int, v: int, tid: int) -> None:
         assert self.topo[u] < self.topo[v]
@@ -145,11 +186,12 @@ class Work:
         tids = [self.edges[w][2] for w in wids]
         acc = tids[0]
         for other in tids[1:]:
-            t, ia, ib = cell_product_shared(self.st.table(acc), self.st.table(other),
+            x, y = self.capped((acc, other), _product_candidates)
+            t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y),
                                             self.K[u], self.K[v], self.quantum)
-            prev, acc = acc, self.reduced(t, (acc, other), (ia, ib))
-            if prev not in tids:
-                self.st.drop(prev)
+            prev, acc = acc, self.reduced(t, (x, y), (ia, ib))
+            # Edge tables (tids) are dropped with their edges below.
+            self._drop_all(*(i for i in (prev, x, y) if i not in tids))
         for wid in wids:
             self._remove_edge(wid)
         self._add_edge(u, v, acc)
@@ -173,6 +215,8 @@ class Work:
             bmap = np.tile(np.arange(kv), kh)
             t, ia, ib = cell_product(self.st.table(a_id), self.st.table(nv), bmap, self.quantum)
             a_id = self.reduced(t, (a_id, nv), (ia, ib))
+        a0, b0 = a_id, b_id
+        a_id, b_id = self.capped((a_id, b_id), _combine_candidates(kh, kv, kj))
         t, ia, ib, kk = combine(self.st.table(a_id), self.st.table(b_id), kh, kv, kj,
                                 mid=nv_single, threads=self.threads, quantum=self.quantum,
                                 stats=self.stats)
@@ -182,8 +226,7 @@ class Work:
             new = self.reduced(t, (a_id, b_id), (ia, ib))
         self._remove_edge(ehv)
         self._remove_edge(evj)
-        self.st.drop(a_id)
-        self.st.drop(b_id)
+        self._drop_all(a_id, b_id, a0, b0)
         self._remove_node(v)
         self._add_edge(h, j, new)
         self._count("node_eliminations")
@@ -197,7 +240,8 @@ class Work:
         (wid,) = self.adj[v][u]
         b_id = self.oriented(wid, v)
         kv, ku = self.K[v], self.K[u]
-        nv = self.ntab[v]
+        nv0, b0 = self.ntab[v], b_id
+        nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
         nu, nu_single = self._node_single(u)
         t, ia, ib, kk = combine(self.st.table(nv), self.st.table(b_id), 1, kv, ku,
                                 post=nu_single, threads=self.threads, quantum=self.quantum,
@@ -211,7 +255,7 @@ class Work:
             new = self.reduced(t2, (mid, nu), (ia2, ib2))
             self.st.drop(mid)
         self._remove_edge(wid)
-        self.st.drop(b_id)
+        self._drop_all(nv, b_id, b0)
         self._remove_node(v)
         self._set_node(u, new)
 
@@ -389,3 +433,17 @@ class Work:
             v = max(cand, key=lambda x: (self._is_source(x), self._span(x), self.degree(x),
                                          -self.topo[x]))
             self.heuristic_elim(v, heuristic)
+
+
+def _product_candidates(na: np.ndarray, nb: np.ndarray) -> float:
+    """Candidate points of a cellwise product, from both tables' points per cell."""
+    return float(np.dot(na.astype(float), nb.astype(float)))
+
+
+def _combine_candidates(W: int, K: int, P: int) -> Callable[[np.ndarray, np.ndarray], float]:
+    """Candidate points of ``combine`` (a: W x K cells, b: K x P cells) from both tables'
+    points per cell, before any block is filtered out."""
+    def estimate(na: np.ndarray, nb: np.ndarray) -> float:
+        return float(np.dot(na.reshape(W, K).sum(axis=0).astype(float),
+                            nb.reshape(K, P).sum(axis=1).astype(float)))
+    return estimate

@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["Table", "reduce_cells", "cell_product", "gather", "union_all", "combine",
-           "combine_grouped", "row_groups", "transpose", "single_point_cells"]
+           "combine_grouped", "row_groups", "transpose", "single_point_cells", "thin"]
 
 _IDX = np.int64
 
@@ -140,6 +140,16 @@ def _thin_time(idx: np.ndarray, c: np.ndarray, t: np.ndarray, quantum: float) ->
     keep = np.ones(len(idx), dtype=bool)
     keep[1:] = ~same
     return idx[keep]
+
+
+def thin(t: Table, quantum: float) -> tuple[Table, np.ndarray]:
+    """``t`` (a reduced table) with each cell thinned to its least-memory point per time
+    bucket of width ``quantum``, as ``reduce_cells`` does; returns the table and, per kept
+    point, its index in ``t``. A dropped point q leaves a kept p of the same cell with
+    ``p.mem <= q.mem`` and ``p.time < q.time + quantum``."""
+    cell = np.repeat(np.arange(t.ncells, dtype=_IDX), t.counts())
+    idx = _thin_time(np.arange(t.npoints, dtype=_IDX), cell, t.time, quantum)
+    return Table(t.mem[idx], t.time[idx], _offsets(cell[idx], t.ncells)), idx
 
 
 def _finish(cells, mem, time, ncells, quantum, *cols):

@@ -51,8 +51,9 @@ class TrackResult:
 
     @property
     def exact(self) -> bool:
-        """True when no heuristic elimination and no epsilon were used."""
-        return not self.stats["heuristic_eliminations"] and self.stats["epsilon"] is None
+        """True when no heuristic elimination, no epsilon and no candidate cap thinned."""
+        return (not self.stats["heuristic_eliminations"] and self.stats["epsilon"] is None
+                and not self.stats["capped_products"])
 
     def choice(self, i: int) -> tuple[dict[int, int], dict[int, int]]:
         """The strategy of point i: (node id -> configuration, edge id -> alternative).
@@ -69,7 +70,7 @@ class TrackResult:
 
 
 def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[float],
-                progress: Optional[Callable]) -> Any:
+                progress: Optional[Callable], max_candidates: Optional[int]) -> Any:
     if method not in _METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {_METHODS}")
     if not isinstance(threads, (int, np.integer)) or threads < 1:
@@ -86,28 +87,34 @@ def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[flo
     if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0 < epsilon < 1):
         raise ValueError(f"epsilon must be None (exact) or a float in (0, 1); got "
                          f"{epsilon!r}")
+    if max_candidates is not None and not (isinstance(max_candidates, (int, np.integer))
+                                           and max_candidates >= 1):
+        raise ValueError(f"max_candidates must be None (no cap) or a positive int, e.g. "
+                         f"50_000_000; got {max_candidates!r}")
     if progress is not None and not callable(progress):
         raise ValueError("progress must be None or a callable progress(done, total)")
     return heuristic
 
 
-def _time_quantum(graph: CostGraph, epsilon: Optional[float], stats: dict) -> Optional[float]:
-    """The time bucket width that makes the result epsilon-approximate (see ``track``)."""
-    if epsilon is None:
-        return None
+def _time_lower_bound(graph: CostGraph) -> float:
+    """T: the sum of every node's and edge's least time, which no strategy beats."""
     lower = sum(float(graph.node_costs(v)[:, 1].min()) for v in range(graph.num_nodes))
-    lower += sum(float(graph.edge(e).time.min()) for e in range(graph.num_edges))
+    return lower + sum(float(graph.edge(e).time.min()) for e in range(graph.num_edges))
+
+
+def _time_quantum(graph: CostGraph, epsilon: Optional[float], lower: float) -> Optional[float]:
+    """The time bucket width that makes the result epsilon-approximate (see ``track``)."""
+    if epsilon is None or lower <= 0:
+        return None
     # Every reduction consumes an edge, or a node along with an edge, except the final
     # union and product per component: at most edges + 2 * nodes in all.
-    reductions = 2 * graph.num_nodes + graph.num_edges
-    quantum = epsilon * lower / reductions if lower > 0 else None
-    stats.update(time_lower_bound=lower, time_quantum=quantum)
-    return quantum
+    return epsilon * lower / (2 * graph.num_nodes + graph.num_edges)
 
 
 def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
           heuristic: Any = "min_memory", epsilon: Optional[float] = None,
-          progress: Optional[Callable[[int, int], None]] = None) -> TrackResult:
+          progress: Optional[Callable[[int, int], None]] = None,
+          max_candidates: Optional[int] = None) -> TrackResult:
     """Finds the (memory, time) cost frontier of all strategies of ``graph``.
 
     Args:
@@ -136,6 +143,14 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         progress: optional ``progress(done, total)``, called after each node removed
             by an elimination or an LDP step, and once at the end with done == total
             (total = number of nodes).
+        max_candidates: None (default) for no cap. An int C bounds the work of every
+            product instead of the error: when the product of an elimination would make
+            more than C candidate points, its inputs are first thinned by time buckets
+            just wide enough to bring it under C (``Work.capped``). This gives up
+            epsilon's a-priori guarantee; the bound actually reached is still rigorous
+            and is reported in ``stats["time_error_bound"]`` (with
+            ``stats["capped_products"]`` and ``stats["cap_quantum_max"]``). Use it when
+            a graph's frontiers are too rich to track in the time you have.
 
     Returns:
         A ``TrackResult``.
@@ -143,7 +158,7 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     Raises:
         ValueError: bad arguments, an empty graph, or a cycle (naming its nodes).
     """
-    heuristic = _check_args(method, threads, heuristic, epsilon, progress)
+    heuristic = _check_args(method, threads, heuristic, epsilon, progress, max_candidates)
     if graph.num_nodes == 0:
         raise ValueError("the graph has no nodes; add operators with add_node first")
     t0 = _time.perf_counter()
@@ -151,14 +166,16 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     stats: dict[str, Any] = {k: 0 for k in (
         "node_eliminations", "edge_eliminations", "branch_eliminations",
         "heuristic_eliminations", "ldp_steps", "enumerations", "backbone_fallbacks",
-        "max_cell_points", "candidates", "blocks_total", "blocks_kept")}
+        "max_cell_points", "candidates", "blocks_total", "blocks_kept", "capped_products")}
+    lower = _time_lower_bound(graph)
+    quantum = _time_quantum(graph, epsilon, lower)
     stats.update(method=method, threads=int(threads), epsilon=epsilon,
                  heuristic=heuristic, heuristic_choices=[], num_nodes=graph.num_nodes,
-                 num_edges=graph.num_edges)
-    quantum = _time_quantum(graph, epsilon, stats)
+                 num_edges=graph.num_edges, time_lower_bound=lower, time_quantum=quantum,
+                 max_candidates=max_candidates, cap_quantum_max=0.0)
     store = Store(graph.num_nodes, graph.num_edges)
     work = Work(graph, order, store, stats, threads=int(threads), quantum=quantum,
-                progress=progress)
+                progress=progress, max_candidates=max_candidates, time_scale=lower)
     work.reduce_graph(method, heuristic)
     t1 = _time.perf_counter()
     final = finish(work, method)

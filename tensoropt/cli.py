@@ -88,7 +88,8 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     bar, update = progress_bar(f"{args.model} on {cluster.devices} devices")
     with bar:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
-                              threads=args.threads, epsilon=args.epsilon)
+                              threads=args.threads, epsilon=args.epsilon,
+                              max_candidates=args.max_candidates)
     if args.json:
         dp = result.data_parallel_plan()
         print(json.dumps({"model": args.model, "cluster": cluster.name, "devices": cluster.devices,
@@ -129,6 +130,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
                 "returned plan with no more memory and at most (1 + epsilon) times its time; "
                 "much faster on large models (default: exact)")
+MAX_CANDIDATES_HELP = ("bound each Frontier-Tracking product to about this many candidate "
+                       "points (e.g. 50000000) by thinning its inputs; bounds the search time "
+                       "instead of the error, and prints the error bound reached "
+                       "(default: no bound)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
     p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
+    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
     p.set_defaults(func=_cmd_frontier)

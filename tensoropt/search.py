@@ -261,19 +261,23 @@ def sampling_space(graph, model: CostModel) -> _Space:
 
 def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: int = 1,
                     option: str = "frontier", progress: Callable | None = None,
-                    epsilon: float | None = None) -> SearchResult:
+                    epsilon: float | None = None,
+                    max_candidates: int | None = None) -> SearchResult:
     """The whole memory/time frontier of plans for ``graph`` under ``model``.
 
     ``epsilon`` (default None: exact) is passed to ``frontier.track``: an
     epsilon-approximate frontier (every exact point has a returned plan with no more
     memory and at most (1 + epsilon) times its time), far cheaper on large graphs.
+    ``max_candidates`` (default None: no cap) bounds each product's work instead; the
+    error bound then reached is in ``stats["frontier"]["time_error_bound"]``.
     ``progress(phase, done, total)`` is called while pricing edges and while tracking.
     """
     t0 = time.perf_counter()
     space, cg = _build(graph, model, progress)
     t1 = time.perf_counter()
     tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
-    result = track(cg, method=method, threads=threads, epsilon=epsilon, progress=tracking)
+    result = track(cg, method=method, threads=threads, epsilon=epsilon, progress=tracking,
+                   max_candidates=max_candidates)
     t2 = time.perf_counter()
     plans = []
     for i in range(len(result.points)):

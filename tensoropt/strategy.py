@@ -63,9 +63,10 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
 
 def frontier_for(graph, cluster, num_devices: int, cost_model: str = "analytical",
                  progress: Callable | None = None, threads: int = 1,
-                 epsilon: float | None = None) -> SearchResult:
+                 epsilon: float | None = None, max_candidates: int | None = None) -> SearchResult:
     model = make_cost_model(graph, cluster, num_devices, cost_model)
-    return search_frontier(graph, model, progress=progress, threads=threads, epsilon=epsilon)
+    return search_frontier(graph, model, progress=progress, threads=threads, epsilon=epsilon,
+                           max_candidates=max_candidates)
 
 
 def _memory_limit(cluster, memory_limit: float | None) -> float:

@@ -1,7 +1,7 @@
 """The paper's Table 1 models on its cluster: frontier figures and the claims they support.
 
     python -m tensoropt.bench frontiers [--models paper_transformer,paper_wide_resnet] [--devices 16]
-                                        [--epsilon 0.01] [--threads 2]
+                                        [--epsilon 0.01] [--max-candidates N] [--threads 2]
 
 For each model, on ``paper-v100x16`` scaled to ``--devices``: search seconds (cost tables,
 Frontier-Tracking, unrolling; compare the paper's Table 3), the frontier's memory and time
@@ -39,14 +39,14 @@ def _check(name: str, ok: bool, detail: str) -> bool:
     return ok
 
 
-def _frontier(model: str, devices: int, epsilon: float | None, threads: int):
+def _frontier(model: str, devices: int, search: dict):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
     bar, update = progress_bar(f"{model} on {devices} devices")
     with bar:
         result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
-                              epsilon=epsilon, threads=threads, progress=update)
+                              progress=update, **search)
     return result, time.perf_counter() - start
 
 
@@ -54,8 +54,8 @@ def _peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
 
 
-def report(model: str, devices: int, epsilon: float | None, threads: int) -> bool:
-    result, seconds = _frontier(model, devices, epsilon, threads)
+def report(model: str, devices: int, search: dict) -> bool:
+    result, seconds = _frontier(model, devices, search)
     plans, dp = result.plans, result.data_parallel_plan()
     knee = plans[turning_point(plans)]
     s = result.stats
@@ -81,8 +81,8 @@ def report(model: str, devices: int, epsilon: float | None, threads: int) -> boo
     return ok
 
 
-def fits(model: str, devices: int, epsilon: float | None, threads: int) -> bool:
-    result, _ = _frontier(model, devices, epsilon, threads)
+def fits(model: str, devices: int, search: dict) -> bool:
+    result, _ = _frontier(model, devices, search)
     limit = get_cluster("paper-v100x16").memory_bytes / SAFETY_MARGIN
     dp = result.data_parallel_plan()
     fitting = [p for p in result.plans if p.memory_bytes <= limit]
@@ -103,15 +103,22 @@ def main(argv=None) -> int:
     parser.add_argument("--epsilon", type=float, default=None,
                         help="search epsilon-approximate frontiers (see frontier.track); "
                              "default exact")
+    parser.add_argument("--max-candidates", type=int, default=None,
+                        help="bound each Frontier-Tracking product to about N candidates "
+                             "(see frontier.track); the error bound reached is printed")
     parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     args = parser.parse_args(argv)
-    if args.epsilon:
+    search = dict(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads)
+    if args.max_candidates:
+        print(f"max candidates = {args.max_candidates}: products are thinned to bound the "
+              "search time; each model's line gives the error bound this reached")
+    elif args.epsilon:
         print(f"epsilon = {args.epsilon}: every exact frontier point has a plan here with no "
               f"more memory and at most {1 + args.epsilon:g} times its time")
     ok = True
     for model in filter(None, args.models.split(",")):
-        ok &= report(model, args.devices, args.epsilon, args.threads)
+        ok &= report(model, args.devices, search)
     for model in filter(None, args.fit_models.split(",")):
-        ok &= fits(model, args.fit_devices, args.epsilon, args.threads)
+        ok &= fits(model, args.fit_devices, search)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1

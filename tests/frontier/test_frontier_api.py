@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from frontier import CostGraph, track
+from frontier._values import Table, thin
 from frontier.brute_force import brute_force, cost_of
 from frontier.synthetic import model_graph, random_graph
 
@@ -143,6 +144,53 @@ def test_epsilon_frontier_is_within_its_guarantee(method):
     assert np.all(np.diff(b) != 0)
     tiny = track(g, method=method, epsilon=1e-15)
     assert tiny.points == exact.points and tiny.stats["time_error_bound"] > 0
+
+
+@pytest.mark.parametrize("method", ["ldp", "elimination"])
+def test_candidate_cap_bounds_the_work_and_reports_a_rigorous_bound(method):
+    g = model_graph("transformer", 30, 8, seed=1)
+    exact = track(g, method=method)
+    capped = track(g, method=method, max_candidates=40)
+    s = capped.stats
+    assert s["capped_products"] > 0 and not capped.exact and s["max_candidates"] == 40
+    assert s["candidates"] < exact.stats["candidates"]
+    assert 0 < s["cap_quantum_max"] <= s["time_lower_bound"]
+    assert 0 < s["time_error_bound"]
+    for m, t in exact.points:          # every exact point is covered within the bound
+        assert any(am <= m and at <= t + s["time_error_bound"] for am, at in capped.points)
+    assert capped.points[0][0] == exact.points[0][0]   # the least memory stays exact
+    for i, p in enumerate(capped.points):   # still real strategies
+        assert cost_of(g, *capped.choice(i)) == pytest.approx(p, rel=1e-12)
+    roomy = track(g, method=method, max_candidates=10**12)
+    assert roomy.points == exact.points and roomy.stats["capped_products"] == 0
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, "many"])
+def test_bad_max_candidates_is_named(bad):
+    g, _, _ = _two()
+    with pytest.raises(ValueError, match="max_candidates must be None"):
+        track(g, max_candidates=bad)
+
+
+def test_thin_keeps_a_cover_for_every_dropped_point():
+    rng = np.random.default_rng(7)
+    mem, time, off = [], [], [0]
+    for _ in range(20):                 # 20 cells, each a frontier of up to 12 points
+        n = int(rng.integers(1, 13))
+        mem += list(np.sort(rng.random(n)))
+        time += list(np.sort(rng.random(n))[::-1])
+        off.append(len(mem))
+    t = Table(np.array(mem), np.array(time), np.array(off))
+    q = 0.1
+    out, idx = thin(t, q)
+    assert out.ncells == t.ncells and out.npoints < t.npoints
+    assert np.array_equal(out.mem, t.mem[idx]) and np.array_equal(out.time, t.time[idx])
+    for c in range(t.ncells):
+        kept = list(zip(out.mem[out.off[c]:out.off[c + 1]], out.time[out.off[c]:out.off[c + 1]]))
+        assert kept[0] == (t.mem[t.off[c]], t.time[t.off[c]])   # least memory kept
+        for m, tm in zip(t.mem[t.off[c]:t.off[c + 1]], t.time[t.off[c]:t.off[c + 1]]):
+            assert any(km <= m and kt < tm + q for km, kt in kept)
+        assert np.all(np.diff(np.floor(np.array([kt for _, kt in kept]) / q)) != 0)
 
 
 def test_epsilon_on_zero_time_costs_thins_nothing():

@@ -29,3 +29,17 @@ def test_profile_table_has_a_row_per_device_count(capsys):
                      "--devices", "1,2", "--epsilon", "0.05"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split()[0] for ln in lines[2:]] == ["1", "2"]
+
+
+def test_frontier_max_candidates_thins_and_prints_its_bound(capsys):
+    argv = ["frontier", "--model", "transformer", "--size", "tiny", "--cluster", "paper-v100x16",
+            "--devices", "4"]
+    assert cli.main(argv + ["--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)["frontier_stats"]
+    assert cli.main(argv + ["--max-candidates", "20", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)["frontier_stats"]
+    assert stats["capped_products"] > 0 and stats["max_candidates"] == 20
+    assert stats["candidates"] < exact["candidates"] and stats["time_error_bound"] > 0
+    assert cli.main(argv + ["--max-candidates", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "products thinned to about 20 candidates" in out and "slower than the exact" in out
