@@ -93,8 +93,8 @@ class Work:
         product makes with one point per cell, if more), every input is thinned
         (``thin``) with the smallest time quantum of the ladder ``T * 2^-16,
         T * 2^-15, ...`` that brings the count under it (at most T). Each thinned input
-        is a new table whose time error grows by the quantum, so the bound ``track``
-        reports stays rigorous. Returns the ids to use; untouched inputs keep theirs.
+        is a new table whose time error grows by the most it actually slowed a point
+        (less than the quantum), so the bound ``track`` reports stays rigorous. Returns the ids to use; untouched inputs keep theirs.
         """
         if self.max_candidates is None or self.time_scale <= 0:
             return tids
@@ -107,13 +107,14 @@ class Work:
         quantum = self.time_scale * 2.0 ** -16
         while True:
             thinned = [thin(t, quantum) for t in tables]
-            if estimate(*(t.counts() for t, _ in thinned)) <= limit or quantum >= self.time_scale:
+            if (estimate(*(t.counts() for t, _, _ in thinned)) <= limit
+                    or quantum >= self.time_scale):
                 break
             quantum *= 2
         out = []
-        for tid, t, (new, idx) in zip(tids, tables, thinned):
+        for tid, t, (new, idx, gap) in zip(tids, tables, thinned):
             out.append(tid if new.npoints == t.npoints else
-                       self.st.derived(new, (tid,), (idx,), error=quantum))
+                       self.st.derived(new, (tid,), (idx,), error=gap))
         self._count("capped_products")
         self.stats["cap_quantum_max"] = max(self.stats.get("cap_quantum_max", 0.0), quantum)
         return tuple(out)

@@ -142,14 +142,25 @@ def _thin_time(idx: np.ndarray, c: np.ndarray, t: np.ndarray, quantum: float) ->
     return idx[keep]
 
 
-def thin(t: Table, quantum: float) -> tuple[Table, np.ndarray]:
+def thin(t: Table, quantum: float) -> tuple[Table, np.ndarray, float]:
     """``t`` (a reduced table) with each cell thinned to its least-memory point per time
-    bucket of width ``quantum``, as ``reduce_cells`` does; returns the table and, per kept
-    point, its index in ``t``. A dropped point q leaves a kept p of the same cell with
-    ``p.mem <= q.mem`` and ``p.time < q.time + quantum``."""
+    bucket of width ``quantum``, as ``reduce_cells`` does.
+
+    Returns:
+        ``(table, idx, gap)``: the thinned table, the index in ``t`` of each kept point,
+        and the largest amount by which a kept point is slower than a point it stands
+        for (0.0 when nothing was dropped; always < ``quantum``). Every dropped point q
+        leaves a kept p of its cell with ``p.mem <= q.mem`` and ``p.time <= q.time + gap``.
+    """
     cell = np.repeat(np.arange(t.ncells, dtype=_IDX), t.counts())
     idx = _thin_time(np.arange(t.npoints, dtype=_IDX), cell, t.time, quantum)
-    return Table(t.mem[idx], t.time[idx], _offsets(cell[idx], t.ncells)), idx
+    gap = 0.0
+    if len(idx) < t.npoints:
+        kept = np.zeros(t.npoints, dtype=_IDX)
+        kept[idx] = idx
+        cover = np.maximum.accumulate(kept)       # the kept point of each point's bucket
+        gap = float(np.max(t.time[cover] - t.time))
+    return Table(t.mem[idx], t.time[idx], _offsets(cell[idx], t.ncells)), idx, gap
 
 
 def _finish(cells, mem, time, ncells, quantum, *cols):

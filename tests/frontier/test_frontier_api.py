@@ -182,15 +182,21 @@ def test_thin_keeps_a_cover_for_every_dropped_point():
         off.append(len(mem))
     t = Table(np.array(mem), np.array(time), np.array(off))
     q = 0.1
-    out, idx = thin(t, q)
-    assert out.ncells == t.ncells and out.npoints < t.npoints
+    out, idx, gap = thin(t, q)
+    assert out.ncells == t.ncells and out.npoints < t.npoints and 0 < gap < q
     assert np.array_equal(out.mem, t.mem[idx]) and np.array_equal(out.time, t.time[idx])
+    worst = 0.0
     for c in range(t.ncells):
         kept = list(zip(out.mem[out.off[c]:out.off[c + 1]], out.time[out.off[c]:out.off[c + 1]]))
         assert kept[0] == (t.mem[t.off[c]], t.time[t.off[c]])   # least memory kept
         for m, tm in zip(t.mem[t.off[c]:t.off[c + 1]], t.time[t.off[c]:t.off[c + 1]]):
-            assert any(km <= m and kt < tm + q for km, kt in kept)
+            cover = min(kt for km, kt in kept if km <= m)       # fastest kept point as small
+            assert cover <= tm + gap
+            worst = max(worst, cover - tm)
         assert np.all(np.diff(np.floor(np.array([kt for _, kt in kept]) / q)) != 0)
+    assert worst == pytest.approx(gap)      # the gap is the largest slow-down, not a bound
+    same, _, none = thin(t, 1e-12)
+    assert same.npoints == t.npoints and none == 0.0
 
 
 def test_epsilon_on_zero_time_costs_thins_nothing():
