@@ -253,6 +253,12 @@ def _build(graph, model: CostModel, progress: Callable | None = None,
     return space, cg
 
 
+def cost_graph(graph, model: CostModel, progress: Callable | None = None) -> CostGraph:
+    """The Frontier-Tracking cost graph of ``graph`` under ``model``: a node per op (its
+    configurations' costs) and an edge per tensor use (re-scheduling costs per pair)."""
+    return _build(graph, model, progress)[1]
+
+
 def sampling_space(graph, model: CostModel) -> _Space:
     """The configurations and edge tables of ``graph``, without pricing every op's every
     configuration: enough for ``sample_plan``, which prices only what it picks."""

@@ -3,12 +3,13 @@
     mpirun -np 2 python -m tensoropt.bench horovod [--model mlp --size small --steps 20]
     python -m tensoropt.bench frontiers [--models ...] [--devices 16]
     mpirun -np 4 python -m tensoropt.bench accuracy [--models mlp,cnn] [--plans 20]
+    python -m tensoropt.bench approximation [--model paper_vgg16] [--devices 8]
 """
 
 import sys
 
 BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.frontiers",
-           "accuracy": "tensoropt.bench.accuracy"}
+           "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation"}
 
 
 def main(argv: list[str]) -> int:
