@@ -121,6 +121,14 @@ def test_empty_graph_and_bad_choice():
         res.choice(len(res.points))
 
 
+def _assert_covers_with_real_strategies(g, exact, approx):
+    bound = approx.stats["time_error_bound"]
+    for m, t in exact.points:          # every exact point is covered within the bound
+        assert any(am <= m and at <= t + bound for am, at in approx.points)
+    for i, p in enumerate(approx.points):   # still real strategies
+        assert cost_of(g, *approx.choice(i)) == pytest.approx(p, rel=1e-12)
+
+
 @pytest.mark.parametrize("method", ["ldp", "elimination"])
 def test_epsilon_frontier_is_within_its_guarantee(method):
     g = model_graph("transformer", 30, 8, seed=1)
@@ -135,10 +143,7 @@ def test_epsilon_frontier_is_within_its_guarantee(method):
     assert s["time_lower_bound"] == pytest.approx(least)
     assert s["time_quantum"] == pytest.approx(eps * least / (2 * g.num_nodes + g.num_edges))
     assert 0 < s["time_error_bound"] <= eps * least * (1 + 1e-12)
-    for m, t in exact.points:          # every exact point is covered within the bound
-        assert any(am <= m and at <= t + s["time_error_bound"] for am, at in approx.points)
-    for i, p in enumerate(approx.points):   # still real strategies
-        assert cost_of(g, *approx.choice(i)) == pytest.approx(p, rel=1e-12)
+    _assert_covers_with_real_strategies(g, exact, approx)
     # the final reduction thinned too: no two points share a time bucket
     b = np.floor(np.array([t for _, t in approx.points]) / s["time_quantum"])
     assert np.all(np.diff(b) != 0)
@@ -156,11 +161,8 @@ def test_candidate_cap_bounds_the_work_and_reports_a_rigorous_bound(method):
     assert s["candidates"] < exact.stats["candidates"]
     assert 0 < s["cap_quantum_max"] <= s["time_lower_bound"]
     assert 0 < s["time_error_bound"]
-    for m, t in exact.points:          # every exact point is covered within the bound
-        assert any(am <= m and at <= t + s["time_error_bound"] for am, at in capped.points)
+    _assert_covers_with_real_strategies(g, exact, capped)
     assert capped.points[0][0] == exact.points[0][0]   # the least memory stays exact
-    for i, p in enumerate(capped.points):   # still real strategies
-        assert cost_of(g, *capped.choice(i)) == pytest.approx(p, rel=1e-12)
     roomy = track(g, method=method, max_candidates=10**12)
     assert roomy.points == exact.points and roomy.stats["capped_products"] == 0
 
