@@ -84,8 +84,9 @@ class Store:
             (len(idx), num_edges); -1 where a node or edge is not reached.
         """
         n = len(idx)
-        cfg = np.full((n, self.num_nodes), -1, dtype=np.int64)
-        alt = np.full((n, self.num_edges), -1, dtype=np.int64)
+        # int32: a paper-scale frontier has 10^5 points over thousands of nodes and edges.
+        cfg = np.full((n, self.num_nodes), -1, dtype=np.int32)
+        alt = np.full((n, self.num_edges), -1, dtype=np.int32)
         stack = [(tid, np.asarray(idx, dtype=np.int64))]
         while stack:
             t, ix = stack.pop()

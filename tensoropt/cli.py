@@ -97,7 +97,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
                           "data_parallel": {"memory_gib": dp.memory_bytes / 2**30, "time_s": dp.time_s,
                                             "network_s": dp.network_s, "compute_s": dp.compute_s},
                           "configs_per_op": result.configs_per_op,
-                          "search_s": {k: result.stats[k] for k in ("build_s", "track_s", "unroll_s")},
+                          "search_s": {k: result.stats[k] for k in ("build_s", "track_s")},
                           "frontier_stats": {k: v for k, v in result.stats["frontier"].items()
                                              if isinstance(v, (int, float, str))}}, indent=1))
     else:

@@ -23,15 +23,18 @@ def frontier_rows(result) -> list[dict]:
 
 def turning_point(plans) -> int:
     """Index of the frontier's knee: the point farthest below the chord joining its ends
-    (in axes normalized to [0, 1]), where adding memory stops buying much time."""
-    if len(plans) < 3:
+    (in axes normalized to [0, 1]), where adding memory stops buying much time. ``plans``
+    is a list of Plans, or ``FrontierPlans`` (whose points are read without building)."""
+    points = getattr(plans, "points", None)
+    if points is None:
+        points = [(p.memory_bytes, p.time_s) for p in plans]
+    if len(points) < 3:
         return 0
-    m0, m1 = plans[0].memory_bytes, plans[-1].memory_bytes
-    t0, t1 = plans[0].time_s, plans[-1].time_s
+    (m0, t0), (m1, t1) = points[0], points[-1]
     best, best_i = -1.0, 0
-    for i, p in enumerate(plans):
-        x = (p.memory_bytes - m0) / ((m1 - m0) or 1.0)
-        y = (p.time_s - t1) / ((t0 - t1) or 1.0)
+    for i, (mem, tim) in enumerate(points):
+        x = (mem - m0) / ((m1 - m0) or 1.0)
+        y = (tim - t1) / ((t0 - t1) or 1.0)
         below = (1.0 - x) - y  # distance below the chord y = 1 - x
         if below > best:
             best, best_i = below, i
@@ -70,8 +73,8 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
                                f"({plans[0].parallelism} devices)")]
     counts = list(result.configs_per_op.values())
     s = result.stats
-    lines.append(f"search: {s['build_s']:.2f} s building costs, {s['track_s']:.2f} s Frontier-Tracking, "
-                 f"{s['unroll_s']:.2f} s unrolling; configurations per op: mean {mean(counts):.1f}, "
+    lines.append(f"search: {s['build_s']:.2f} s building costs, {s['track_s']:.2f} s Frontier-Tracking; "
+                 f"configurations per op: mean {mean(counts):.1f}, "
                  f"max {max(counts)} over {len(counts)} ops; eliminations: "
                  f"{_elims(s['frontier'])}")
     lines.append(approximation_line(s["frontier"]))

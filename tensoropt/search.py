@@ -9,7 +9,8 @@ strategy with the same model.
 Usage::
 
     result = search_frontier(graph, model)
-    result.plans[0]        # least memory; result.plans[-1] fastest
+    result.plans[0]        # least memory; result.plans[-1] fastest (built on first use)
+    result.plans.points    # [(memory bytes, seconds)] of every plan, without building it
     result.stats           # configurations per op, search seconds, FT statistics
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -45,6 +46,33 @@ class _EdgeTable:
     alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
 
 
+class FrontierPlans(Sequence):
+    """The frontier's plans, memory ascending and time strictly descending.
+
+    A paper-scale frontier can hold 10^5 points, and building a ``Plan`` takes
+    milliseconds, so each plan is built (and checked against its point) on first use;
+    ``points`` gives every plan's (memory bytes, seconds) at once.
+    """
+
+    def __init__(self, points: list[tuple[float, float]], build: Callable[[int], Plan]) -> None:
+        self.points = points
+        self._build = build
+        self._built: dict[int, Plan] = {}
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"plan {i} out of range; the frontier has {len(self)} plans")
+        i %= len(self)
+        if i not in self._built:
+            self._built[i] = self._build(i)
+        return self._built[i]
+
+
 @dataclass
 class SearchResult:
     """Attributes:
@@ -53,7 +81,7 @@ class SearchResult:
         stats: seconds per phase and the frontier's own statistics.
     """
 
-    plans: list[Plan]
+    plans: FrontierPlans
     configs_per_op: dict[str, int]
     stats: dict = field(default_factory=dict)
     space: "_Space | None" = field(default=None, repr=False)
@@ -285,17 +313,18 @@ def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: in
     result = track(cg, method=method, threads=threads, epsilon=epsilon, progress=tracking,
                    max_candidates=max_candidates)
     t2 = time.perf_counter()
-    plans = []
-    for i in range(len(result.points)):
+
+    def build(i: int) -> Plan:
         node_choice, edge_choice = result.choice(i)
         chosen = {op: space.configs[op][node_choice[n]] for n, op in enumerate(space.ops)}
         plan = plan_from_configs(space, chosen, edge_choice, option)
         mem, tim = result.points[i]
         assert np.isclose(plan.memory_bytes, mem, rtol=1e-9, atol=1.0), (plan.memory_bytes, mem)
         assert np.isclose(plan.time_s, tim, rtol=1e-9, atol=1e-12), (plan.time_s, tim)
-        plans.append(plan)
-    stats = {"build_s": t1 - t0, "track_s": t2 - t1, "unroll_s": time.perf_counter() - t2,
-             "frontier": dict(result.stats)}
+        return plan
+
+    plans = FrontierPlans(result.points, build)
+    stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": dict(result.stats)}
     return SearchResult(plans, {op.name: len(space.configs[op]) for op in space.ops}, stats, space)
 
 

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from tensoropt.costs import CostModel
 from tensoropt.plan import Plan
-from tensoropt.search import SearchResult, search_frontier
+from tensoropt.search import FrontierPlans, SearchResult, search_frontier
 
 __all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "make_cost_model", "frontier_for", "choose_plan",
            "profile_parallelisms", "ProfileRow", "candidate_parallelisms"]
@@ -73,9 +73,11 @@ def _memory_limit(cluster, memory_limit: float | None) -> float:
     return cluster.memory_bytes / SAFETY_MARGIN if memory_limit is None else float(memory_limit)
 
 
-def _fastest_fitting(plans: Sequence[Plan], limit: float) -> Plan | None:
-    fitting = [p for p in plans if p.memory_bytes <= limit]
-    return min(fitting, key=lambda p: p.time_s) if fitting else None
+def fastest_fitting(plans: FrontierPlans, limit: float) -> Plan | None:
+    """The frontier's fastest plan within ``limit``: its last point that fits, as memory
+    ascends and time descends along it."""
+    fits = sum(1 for m, _ in plans.points if m <= limit)
+    return plans[fits - 1] if fits else None
 
 
 def candidate_parallelisms(max_devices: int) -> list[int]:
@@ -107,7 +109,7 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
     if option == "mini_time":
         n = parallelism or cluster.devices
         result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
-        plan = _fastest_fitting(result.plans, limit)
+        plan = fastest_fitting(result.plans, limit)
         if plan is None:
             raise _no_fit(graph, cluster, n, result, limit, cost_model, epsilon)
         return _annotate(plan, "mini_time", result, cluster)
@@ -115,7 +117,7 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
             result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
-            plan = _fastest_fitting(result.plans, limit)
+            plan = fastest_fitting(result.plans, limit)
             if plan is not None:
                 return _annotate(plan, "mini_parallelism", result, cluster)
             last = (n, result)
@@ -135,14 +137,14 @@ def _annotate(plan: Plan, option: str, result: SearchResult, cluster=None) -> Pl
 
 def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str,
             epsilon: float | None = None) -> NoPlanFitsError:
-    least = min(p.memory_bytes for p in result.plans)
+    least = result.plans.points[0][0]
     fits_at = None
     for m in (2 * n, 4 * n, 8 * n, 16 * n):
         try:
             bigger = frontier_for(graph, cluster, m, cost_model, epsilon=epsilon)
         except ValueError:
             break
-        if _fastest_fitting(bigger.plans, limit) is not None:
+        if fastest_fitting(bigger.plans, limit) is not None:
             fits_at = m
             break
     where = (f"the smallest device count that fits is {fits_at}" if fits_at else
@@ -177,10 +179,10 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
     rows = []
     for n in parallelisms:
         result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
-        plan = _fastest_fitting(result.plans, limit)
+        plan = fastest_fitting(result.plans, limit)
         if plan is not None:
             _annotate(plan, "profiling", result, cluster)
-        seconds = result.stats["build_s"] + result.stats["track_s"] + result.stats["unroll_s"]
-        rows.append(ProfileRow(n, plan, min(p.memory_bytes for p in result.plans),
+        seconds = result.stats["build_s"] + result.stats["track_s"]
+        rows.append(ProfileRow(n, plan, result.plans.points[0][0],
                                result.data_parallel_plan(), seconds))
     return rows

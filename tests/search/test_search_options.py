@@ -71,3 +71,21 @@ def test_epsilon_plans_are_within_their_guarantee():
     assert approx.time_s <= (1 + eps) * exact.time_s
     with pytest.raises(ValueError, match="epsilon"):
         to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=1.5)
+
+
+def test_frontier_plans_are_built_on_use_and_match_their_points():
+    from tensoropt.cluster import get_cluster
+    from tensoropt.strategy import fastest_fitting, frontier_for
+
+    _model()
+    plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
+    assert len(plans) == len(plans.points) >= 3 and not plans._built
+    last = plans[-1]
+    assert set(plans._built) == {len(plans) - 1} and plans[len(plans) - 1] is last
+    assert (last.memory_bytes, last.time_s) == pytest.approx(plans.points[-1], rel=1e-9)
+    assert [p.time_s for p in plans[:2]] == pytest.approx([t for _, t in plans.points[:2]])
+    with pytest.raises(IndexError, match="out of range"):
+        plans[len(plans)]
+    limit = plans.points[1][0]          # the second plan's memory: it is the fastest that fits
+    assert fastest_fitting(plans, limit) is plans[1]
+    assert fastest_fitting(plans, plans.points[0][0] / 2) is None
