@@ -72,6 +72,11 @@ class FrontierPlans(Sequence):
             self._built[i] = self._build(i)
         return self._built[i]
 
+    def __reduce__(self):
+        """Pickles as a list of all its plans (built now): rank 0 broadcasts profiling
+        rows, whose plans carry their frontier, to the other ranks."""
+        return (list, (), None, iter(self))
+
 
 @dataclass
 class SearchResult:

@@ -1,5 +1,7 @@
 """find_strategy's three options, and the error when nothing fits."""
 
+import pickle
+
 import pytest
 
 import tensoropt as to
@@ -89,3 +91,9 @@ def test_frontier_plans_are_built_on_use_and_match_their_points():
     limit = plans.points[1][0]          # the second plan's memory: it is the fastest that fits
     assert fastest_fitting(plans, limit) is plans[1]
     assert fastest_fitting(plans, plans.points[0][0] / 2) is None
+    chosen = plans[1]
+    chosen.frontier = plans               # as find_strategy annotates the plan it returns
+    copy = pickle.loads(pickle.dumps(chosen))     # as rank 0 broadcasts profiling rows
+    assert isinstance(copy.frontier, list) and len(copy.frontier) == len(plans)
+    assert [p.time_s for p in copy.frontier] == pytest.approx([t for _, t in plans.points])
+    assert copy.frontier[1] is copy
