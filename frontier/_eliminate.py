@@ -94,7 +94,8 @@ class Work:
         (``thin``) with the smallest time quantum of the ladder ``T * 2^-16,
         T * 2^-15, ...`` that brings the count under it (at most T). Each thinned input
         is a new table whose time error grows by the most it actually slowed a point
-        (less than the quantum), so the bound ``track`` reports stays rigorous. Returns the ids to use; untouched inputs keep theirs.
+        (less than the quantum), so the bound ``track`` reports stays rigorous. Returns
+        the ids to use; untouched inputs keep theirs.
         """
         if self.max_candidates is None or self.time_scale <= 0:
             return tids

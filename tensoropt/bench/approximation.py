@@ -29,13 +29,11 @@ from tensoropt.strategy import make_cost_model
 def actual_errors(exact: list[tuple[float, float]], approx: list[tuple[float, float]]):
     """Per exact point (m, t): (best - t) where best is the least time of an approximate
     point with memory <= m. The least memory is kept exactly by every approximation."""
-    mem = np.array([m for m, _ in approx])
-    best = np.minimum.accumulate(np.array([t for _, t in approx]))   # memory ascending
-    out = []
-    for m, t in exact:
-        i = int(np.searchsorted(mem, m * (1 + 1e-12), side="right")) - 1
-        out.append(best[i] - t if i >= 0 else np.inf)
-    return np.array(out)
+    mem, tim = np.array(approx, dtype=float).T
+    best = np.minimum.accumulate(tim)                  # over points up to each memory
+    em, et = np.array(exact, dtype=float).T
+    i = np.searchsorted(mem, em * (1 + 1e-12), side="right") - 1
+    return np.where(i >= 0, best[np.maximum(i, 0)] - et, np.inf)
 
 
 def _line(name: str, seconds: float, result, exact) -> bool:

@@ -3,11 +3,11 @@
     python -m tensoropt.bench frontiers [--models paper_transformer,paper_wide_resnet] [--devices 16]
                                         [--epsilon 0.01] [--max-candidates N] [--threads 2]
 
-For each model, on ``paper-v100x16`` scaled to ``--devices``: search seconds (cost tables and
-Frontier-Tracking; compare the paper's Table 3; plans are built only where printed), the frontier's memory and time
-ranges, its turning point, where data parallel lies, whether the frontier is exact (or
-epsilon-approximate, with its error bound), and the process's peak memory. Then it checks,
-and prints PASS or FAIL for:
+For each model, on ``paper-v100x16`` scaled to ``--devices``: search seconds (cost tables
+and Frontier-Tracking; compare the paper's Table 3; plans are built only where printed),
+the frontier's memory and time ranges, its turning point, where data parallel lies,
+whether the frontier is exact (or approximate, with its error bound), and the process's
+peak memory. Then it checks, and prints PASS or FAIL for:
 
 - the frontier is non-empty and monotone (memory up, time strictly down);
 - its fastest point is no slower than data parallel;
