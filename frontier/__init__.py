@@ -28,6 +28,6 @@ bound reached, in seconds).
 """
 
 from frontier.graph import CostGraph
-from frontier.track import TrackResult, track
+from frontier.track import TrackResult, check_search_options, track
 
-__all__ = ["CostGraph", "TrackResult", "track"]
+__all__ = ["CostGraph", "TrackResult", "track", "check_search_options"]

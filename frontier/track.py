@@ -25,7 +25,7 @@ from frontier._ldp import finish
 from frontier._store import Store
 from frontier.graph import CostGraph
 
-__all__ = ["track", "TrackResult"]
+__all__ = ["track", "TrackResult", "check_search_options"]
 
 _METHODS = ("ldp", "elimination")
 
@@ -69,12 +69,27 @@ class TrackResult:
         return nodes, edges
 
 
+def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
+                         max_candidates: Optional[int] = None) -> None:
+    """Raises ValueError naming the first of ``track``'s threads, epsilon and
+    max_candidates that is not valid, and what would be; callers that price a graph
+    before tracking it check first, so that a typo costs no pricing."""
+    if not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive int; got {threads!r}")
+    if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0 < epsilon < 1):
+        raise ValueError(f"epsilon must be None (exact) or a float in (0, 1); got "
+                         f"{epsilon!r}")
+    if max_candidates is not None and not (isinstance(max_candidates, (int, np.integer))
+                                           and max_candidates >= 1):
+        raise ValueError(f"max_candidates must be None (no cap) or a positive int, e.g. "
+                         f"50_000_000; got {max_candidates!r}")
+
+
 def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[float],
                 progress: Optional[Callable], max_candidates: Optional[int]) -> Any:
     if method not in _METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {_METHODS}")
-    if not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads must be a positive int; got {threads!r}")
+    check_search_options(threads, epsilon, max_candidates)
     if heuristic in ("min_memory", "min_time"):
         pass
     elif (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
@@ -84,13 +99,6 @@ def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[flo
         raise ValueError(f"unknown heuristic {heuristic!r}; expected 'min_memory', "
                          "'min_time' or ('weighted', w) with 0 <= w <= 1 (the weight of "
                          "memory)")
-    if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0 < epsilon < 1):
-        raise ValueError(f"epsilon must be None (exact) or a float in (0, 1); got "
-                         f"{epsilon!r}")
-    if max_candidates is not None and not (isinstance(max_candidates, (int, np.integer))
-                                           and max_candidates >= 1):
-        raise ValueError(f"max_candidates must be None (no cap) or a positive int, e.g. "
-                         f"50_000_000; got {max_candidates!r}")
     if progress is not None and not callable(progress):
         raise ValueError("progress must be None or a callable progress(done, total)")
     return heuristic

@@ -88,8 +88,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     bar, update = progress_bar(f"{args.model} on {cluster.devices} devices")
     with bar:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
-                              threads=args.threads, epsilon=args.epsilon,
-                              max_candidates=args.max_candidates)
+                              search=_search_options(args))
     if args.json:
         dp = result.data_parallel_plan()
         print(json.dumps({"model": args.model, "cluster": cluster.name, "devices": cluster.devices,
@@ -116,15 +115,26 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster)
     counts = [int(n) for n in args.devices.split(",")]
+    search = _search_options(args)
     rows = []
     for n in counts:
         bar, update = progress_bar(f"{args.model} on {n} devices")
         with bar:
             rows += profile_parallelisms(graph, cluster.scaled(n), [n], args.memory_limit,
-                                         args.cost_model, progress=update, epsilon=args.epsilon)
+                                         args.cost_model, progress=update, search=search)
     limit = args.memory_limit or cluster.memory_bytes / SAFETY_MARGIN
     print(profile_table(rows, args.model, cluster.name, limit))
     return 0
+
+
+def _search_options(args: argparse.Namespace):
+    from tensoropt.search import SearchOptions
+
+    try:
+        return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
+                             threads=args.threads)
+    except ValueError as e:
+        raise SystemExit(f"tensoropt {args.command}: {e}") from None
 
 
 EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
@@ -164,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
+    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("calibrate", add_help=False,

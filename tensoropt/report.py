@@ -81,6 +81,9 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
     return "\n".join(lines)
 
 
+EXACT = "frontier: exact"
+
+
 def approximation_line(track_stats: dict) -> str:
     """Says whether the frontier is exact, and if not, by how much it may be off."""
     heuristic = track_stats.get("heuristic_eliminations", 0)
@@ -100,7 +103,7 @@ def approximation_line(track_stats: dict) -> str:
                      "exact frontier point it stands for")
     if heuristic:
         parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
-    return "frontier: " + ("; ".join(parts) if parts else "exact")
+    return "frontier: " + "; ".join(parts) if parts else EXACT
 
 
 def _elims(stats: dict) -> str:
@@ -120,6 +123,8 @@ def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float |
         dp = f"{r.data_parallel.time_s:>16.5g}" if dp_fits else f"{'OOM':>16}"
         lines.append(f"{r.parallelism:>8} {best} {r.least_memory_bytes / GIB:>10.4g} {dp} "
                      f"{r.data_parallel.memory_bytes / GIB:>8.4g} {r.search_s:>9.2f}")
+    lines += [f"devices {r.parallelism}: {r.approximation}" for r in rows
+              if r.approximation != EXACT]
     return "\n".join(lines)
 
 

@@ -117,7 +117,8 @@ def mpirun_command(n: int) -> str:
 
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
-                  cluster=None, graph: Graph | None = None, epsilon: float | None = None):
+                  cluster=None, graph: Graph | None = None, epsilon: float | None = None,
+                  max_candidates: int | None = None, threads: int = 1):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -134,6 +135,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         epsilon: None (default) for the exact frontier; a float in (0, 1) for an
             epsilon-approximate one, much faster on large models: every exact plan has a
             returned plan with no more memory and at most (1 + epsilon) times its time.
+        max_candidates: None (default) for no cap; a positive int (e.g. 50_000_000) bounds
+            each Frontier-Tracking product's work by thinning its inputs, for models
+            whose exact search would take hours (the paper Transformer on 16 devices).
+            It bounds work, not error: ``plan.notes`` gives the error bound reached.
+        threads: Frontier-Tracking threads on rank 0.
 
     Returns:
         A Plan (with ``plan.frontier`` and ``plan.data_parallel`` attached) for
@@ -148,6 +154,12 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     """
     if option not in OPTIONS:
         raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
+    from tensoropt.search import SearchOptions  # noqa: PLC0415 - search code loads only when searching
+
+    try:
+        search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
+    except ValueError as e:
+        raise ValueError(f"find_strategy: {e}") from None
     graph = graph or get_default_graph()
     if not graph.operations:
         raise ValueError("find_strategy: the recorded graph is empty; build the model first")
@@ -155,13 +167,13 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     result = None
     if w.rank == 0:
         result = _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster,
-                         epsilon)
+                         search)
     if _runtime.comm is not None and w.size > 1:
         result = _broadcast(result)
     return result
 
 
-def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, epsilon):
+def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
     from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
 
     from tensoropt.cluster import get_cluster  # noqa: PLC0415
@@ -170,11 +182,11 @@ def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, 
     if option == "profiling":
         counts = parallelisms or strategy.candidate_parallelisms(parallelism or cluster.devices)
         return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model,
-                                             epsilon=epsilon)
+                                             search=search)
     if option == "mini_time":  # at the job's parallelism unless told otherwise
         parallelism = parallelism or world().size
     return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model,
-                                epsilon=epsilon)
+                                search=search)
 
 
 def _broadcast(result):

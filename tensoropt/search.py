@@ -8,7 +8,8 @@ strategy with the same model.
 
 Usage::
 
-    result = search_frontier(graph, model)
+    result = search_frontier(graph, model)                 # exact
+    result = search_frontier(graph, model, SearchOptions(max_candidates=50_000_000))
     result.plans[0]        # least memory; result.plans[-1] fastest (built on first use)
     result.plans.points    # [(memory bytes, seconds)] of every plan, without building it
     result.stats           # configurations per op, search seconds, FT statistics
@@ -22,13 +23,41 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from frontier import CostGraph, track
+from frontier import CostGraph, check_search_options, track
 from tensoropt.configs import Config, enumerate_configs, input_layout, output_layout
 from tensoropt.costs import CostModel, EdgeAlternative
 from tensoropt.plan import OpConfig, Plan
 
-__all__ = ["SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs",
+__all__ = ["SearchOptions", "SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs",
            "steps_to_json", "sample_plan", "sampling_space"]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How Frontier-Tracking searches; the default is the exact frontier on one thread.
+
+    Attributes:
+        epsilon: None (exact) or a float in (0, 1): an epsilon-approximate frontier, in
+            which every exact plan has a returned plan with no more memory and at most
+            (1 + epsilon) times its time. Far cheaper on large graphs.
+        max_candidates: None (no cap) or a positive int, e.g. 50_000_000: each product's
+            inputs are thinned to about this many candidate points. It bounds the
+            search's work, not its error; the error bound reached is in
+            ``stats["frontier"]["time_error_bound"]``. The paper Transformer on 16
+            devices needs it.
+        threads: Frontier-Tracking threads.
+
+    Raises:
+        ValueError: naming the option that is not valid, when constructed (before any
+            pricing).
+    """
+
+    epsilon: float | None = None
+    max_candidates: int | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        check_search_options(self.threads, self.epsilon, self.max_candidates)
 
 
 @dataclass
@@ -298,25 +327,22 @@ def sampling_space(graph, model: CostModel) -> _Space:
     return _build(graph, model, cost_graph=False)[0]
 
 
-def search_frontier(graph, model: CostModel, *, method: str = "ldp", threads: int = 1,
-                    option: str = "frontier", progress: Callable | None = None,
-                    epsilon: float | None = None,
-                    max_candidates: int | None = None) -> SearchResult:
+def search_frontier(graph, model: CostModel, search: SearchOptions | None = None, *,
+                    method: str = "ldp", option: str = "frontier",
+                    progress: Callable | None = None) -> SearchResult:
     """The whole memory/time frontier of plans for ``graph`` under ``model``.
 
-    ``epsilon`` (default None: exact) is passed to ``frontier.track``: an
-    epsilon-approximate frontier (every exact point has a returned plan with no more
-    memory and at most (1 + epsilon) times its time), far cheaper on large graphs.
-    ``max_candidates`` (default None: no cap) bounds each product's work instead; the
-    error bound then reached is in ``stats["frontier"]["time_error_bound"]``.
-    ``progress(phase, done, total)`` is called while pricing edges and while tracking.
+    ``search`` (default: exact, one thread) says how ``frontier.track`` searches; see
+    ``SearchOptions``. ``progress(phase, done, total)`` is called while pricing edges
+    and while tracking.
     """
+    search = search or SearchOptions()
     t0 = time.perf_counter()
     space, cg = _build(graph, model, progress)
     t1 = time.perf_counter()
     tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
-    result = track(cg, method=method, threads=threads, epsilon=epsilon, progress=tracking,
-                   max_candidates=max_candidates)
+    result = track(cg, method=method, threads=search.threads, epsilon=search.epsilon,
+                   progress=tracking, max_candidates=search.max_candidates)
     t2 = time.perf_counter()
 
     def build(i: int) -> Plan:

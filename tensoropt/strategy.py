@@ -13,6 +13,11 @@ Usage::
 
     plan = choose_plan(graph, "paper-v100x16", option="mini_time", parallelism=16)
     table = profile_parallelisms(graph, "paper-v100x16", [1, 2, 4, 8, 16])
+    plan = choose_plan(graph, "paper-v100x16", parallelism=16,
+                       search=SearchOptions(max_candidates=50_000_000, threads=2))
+
+Every search here takes ``search``, a ``tensoropt.search.SearchOptions`` (default: the
+exact frontier on one thread).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from typing import Callable, Sequence
 
 from tensoropt.costs import CostModel
 from tensoropt.plan import Plan
-from tensoropt.search import FrontierPlans, SearchResult, search_frontier
+from tensoropt.report import approximation_line
+from tensoropt.search import FrontierPlans, SearchOptions, SearchResult, search_frontier
 
 __all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "make_cost_model", "frontier_for", "choose_plan",
            "profile_parallelisms", "ProfileRow", "candidate_parallelisms"]
@@ -62,11 +68,11 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
 
 
 def frontier_for(graph, cluster, num_devices: int, cost_model: str = "analytical",
-                 progress: Callable | None = None, threads: int = 1,
-                 epsilon: float | None = None, max_candidates: int | None = None) -> SearchResult:
+                 progress: Callable | None = None,
+                 search: SearchOptions | None = None) -> SearchResult:
+    """The frontier of ``graph`` on ``num_devices`` devices of ``cluster``."""
     model = make_cost_model(graph, cluster, num_devices, cost_model)
-    return search_frontier(graph, model, progress=progress, threads=threads, epsilon=epsilon,
-                           max_candidates=max_candidates)
+    return search_frontier(graph, model, search, progress=progress)
 
 
 def _memory_limit(cluster, memory_limit: float | None) -> float:
@@ -91,12 +97,11 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
 
 def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float | None = None,
                 parallelism: int | None = None, cost_model: str = "analytical",
-                progress: Callable | None = None, epsilon: float | None = None) -> Plan:
+                progress: Callable | None = None, search: SearchOptions | None = None) -> Plan:
     """The plan ``option`` asks for; the returned plan carries ``frontier`` and ``data_parallel``.
 
-    ``epsilon`` (default None: exact) searches an epsilon-approximate frontier instead
-    (see ``frontier.track``): the plan found is at most (1 + epsilon) times slower than
-    the exact search's, for no more memory.
+    With ``SearchOptions(epsilon=e)`` the plan found is at most (1 + e) times slower
+    than the exact search's, for no more memory.
 
     Raises:
         NoPlanFitsError: when no plan fits; it gives the least memory any plan needs and
@@ -108,40 +113,39 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
     limit = _memory_limit(cluster, memory_limit)
     if option == "mini_time":
         n = parallelism or cluster.devices
-        result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
+        result = frontier_for(graph, cluster, n, cost_model, progress, search)
         plan = fastest_fitting(result.plans, limit)
         if plan is None:
-            raise _no_fit(graph, cluster, n, result, limit, cost_model, epsilon)
+            raise _no_fit(graph, cluster, n, result, limit, cost_model, search)
         return _annotate(plan, "mini_time", result, cluster)
     if option == "mini_parallelism":
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
-            result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
+            result = frontier_for(graph, cluster, n, cost_model, progress, search)
             plan = fastest_fitting(result.plans, limit)
             if plan is not None:
                 return _annotate(plan, "mini_parallelism", result, cluster)
             last = (n, result)
-        raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model, epsilon)
+        raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model, search)
     raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                      "profile_parallelisms for profiling")
 
 
-def _annotate(plan: Plan, option: str, result: SearchResult, cluster=None) -> Plan:
+def _annotate(plan: Plan, option: str, result: SearchResult, cluster) -> Plan:
     plan.option = option
-    if cluster is not None:
-        plan.notes = f"estimated for cluster {cluster.name}"
+    plan.notes = f"estimated for cluster {cluster.name}; {approximation_line(result.stats['frontier'])}"
     plan.frontier = result.plans
     plan.data_parallel = result.data_parallel_plan()
     return plan
 
 
 def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str,
-            epsilon: float | None = None) -> NoPlanFitsError:
+            search: SearchOptions | None = None) -> NoPlanFitsError:
     least = result.plans.points[0][0]
     fits_at = None
     for m in (2 * n, 4 * n, 8 * n, 16 * n):
         try:
-            bigger = frontier_for(graph, cluster, m, cost_model, epsilon=epsilon)
+            bigger = frontier_for(graph, cluster, m, cost_model, search=search)
         except ValueError:
             break
         if fastest_fitting(bigger.plans, limit) is not None:
@@ -158,31 +162,34 @@ def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_mod
 
 @dataclass(frozen=True)
 class ProfileRow:
-    """One device count: the best plan under the limit, or None, and the frontier's extent."""
+    """One device count: the best plan under the limit, or None, and the frontier's extent.
+
+    ``approximation`` says whether that frontier is exact, and if not, its error bound
+    (``report.approximation_line``)."""
 
     parallelism: int
     plan: Plan | None
     least_memory_bytes: float
     data_parallel: Plan
     search_s: float
+    approximation: str
 
 
 def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_limit: float | None = None,
                          cost_model: str = "analytical", progress: Callable | None = None,
-                         epsilon: float | None = None) -> list[ProfileRow]:
-    """The best per-iteration time for each device count, without running the job
-    (``epsilon`` as in ``choose_plan``)."""
+                         search: SearchOptions | None = None) -> list[ProfileRow]:
+    """The best per-iteration time for each device count, without running the job."""
     from tensoropt.cluster import get_cluster
 
     cluster = get_cluster(cluster)
     limit = _memory_limit(cluster, memory_limit)
     rows = []
     for n in parallelisms:
-        result = frontier_for(graph, cluster, n, cost_model, progress, epsilon=epsilon)
+        result = frontier_for(graph, cluster, n, cost_model, progress, search)
         plan = fastest_fitting(result.plans, limit)
         if plan is not None:
             _annotate(plan, "profiling", result, cluster)
         seconds = result.stats["build_s"] + result.stats["track_s"]
-        rows.append(ProfileRow(n, plan, result.plans.points[0][0],
-                               result.data_parallel_plan(), seconds))
+        rows.append(ProfileRow(n, plan, result.plans.points[0][0], result.data_parallel_plan(),
+                               seconds, approximation_line(result.stats["frontier"])))
     return rows

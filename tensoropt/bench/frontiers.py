@@ -29,6 +29,7 @@ from tensoropt import models
 from tensoropt.cli import progress_bar
 from tensoropt.cluster import get_cluster
 from tensoropt.report import approximation_line, turning_point
+from tensoropt.search import SearchOptions
 from tensoropt.strategy import SAFETY_MARGIN, fastest_fitting, frontier_for
 
 GIB = 2.0 ** 30
@@ -39,14 +40,14 @@ def _check(name: str, ok: bool, detail: str) -> bool:
     return ok
 
 
-def _frontier(model: str, devices: int, search: dict):
+def _frontier(model: str, devices: int, search: SearchOptions):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
     bar, update = progress_bar(f"{model} on {devices} devices")
     with bar:
         result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
-                              progress=update, **search)
+                              progress=update, search=search)
     return result, time.perf_counter() - start
 
 
@@ -54,7 +55,7 @@ def _peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
 
 
-def report(model: str, devices: int, search: dict) -> bool:
+def report(model: str, devices: int, search: SearchOptions) -> bool:
     result, seconds = _frontier(model, devices, search)
     plans, dp = result.plans, result.data_parallel_plan()
     knee = plans[turning_point(plans)]
@@ -81,7 +82,7 @@ def report(model: str, devices: int, search: dict) -> bool:
     return ok
 
 
-def fits(model: str, devices: int, search: dict) -> bool:
+def fits(model: str, devices: int, search: SearchOptions) -> bool:
     result, _ = _frontier(model, devices, search)
     limit = get_cluster("paper-v100x16").memory_bytes / SAFETY_MARGIN
     dp = result.data_parallel_plan()
@@ -107,7 +108,8 @@ def main(argv=None) -> int:
                              "(see frontier.track); the error bound reached is printed")
     parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     args = parser.parse_args(argv)
-    search = dict(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads)
+    search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
+                           threads=args.threads)
     if args.max_candidates:
         print(f"max candidates = {args.max_candidates}: products are thinned to bound the "
               "search time; each model's line gives the error bound this reached")

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tensoropt import cli
 
 
@@ -28,7 +30,9 @@ def test_profile_table_has_a_row_per_device_count(capsys):
     assert cli.main(["profile", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
                      "--devices", "1,2", "--epsilon", "0.05"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [ln.split()[0] for ln in lines[2:]] == ["1", "2"]
+    assert [ln.split()[0] for ln in lines[2:4]] == ["1", "2"]
+    assert [ln.split(": ")[0] for ln in lines[4:]] == ["devices 1", "devices 2"]
+    assert all("epsilon 0.05" in ln for ln in lines[4:])
 
 
 def test_frontier_max_candidates_thins_and_prints_its_bound(capsys):
@@ -43,3 +47,18 @@ def test_frontier_max_candidates_thins_and_prints_its_bound(capsys):
     assert cli.main(argv + ["--max-candidates", "20"]) == 0
     out = capsys.readouterr().out
     assert "products thinned to about 20 candidates" in out and "slower than the exact" in out
+
+
+def test_profile_max_candidates_says_which_frontiers_are_approximate(capsys):
+    assert cli.main(["profile", "--model", "transformer", "--size", "tiny", "--cluster",
+                     "paper-v100x16", "--devices", "1,4", "--max-candidates", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines[2:4]] == ["1", "4"]
+    assert any(ln.startswith("devices 4: frontier: ") and "products thinned to about 20" in ln
+               for ln in lines[4:])
+
+
+def test_a_bad_search_option_is_named(capsys):
+    with pytest.raises(SystemExit, match="tensoropt frontier: max_candidates must be"):
+        cli.main(["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
+                  "--max-candidates", "0"])

@@ -6,7 +6,9 @@ import pytest
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.strategy import NoPlanFitsError
+from tensoropt.cluster import get_cluster
+from tensoropt.search import SearchOptions
+from tensoropt.strategy import NoPlanFitsError, frontier_for
 
 
 def _model(batch=64, width=256):
@@ -75,9 +77,40 @@ def test_epsilon_plans_are_within_their_guarantee():
         to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=1.5)
 
 
+def test_max_candidates_thins_the_search_and_the_plan_says_so():
+    models.build("cnn", size="tiny")   # no heuristic eliminations: its exact frontier is exact
+    exact = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    capped = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", max_candidates=20,
+                              threads=2)
+    assert exact.notes.endswith("frontier: exact")
+    assert "products thinned to about 20 candidates" in capped.notes
+    assert len(capped.frontier) < len(exact.frontier)
+    # the same search again, for its statistics: every exact plan keeps the reported bound
+    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4,
+                          search=SearchOptions(max_candidates=20))
+    bound = result.stats["frontier"]["time_error_bound"]
+    assert result.stats["frontier"]["capped_products"] > 0 and bound > 0
+    assert result.plans.points == capped.frontier.points
+    for mem, tim in exact.frontier.points:
+        assert any(m <= mem and t <= tim + bound + 1e-12 for m, t in capped.frontier.points)
+    assert exact.time_s <= capped.time_s <= exact.time_s + bound + 1e-12
+
+
+@pytest.mark.parametrize("option, named", [({"max_candidates": 0}, "max_candidates"),
+                                           ({"threads": 0}, "threads"),
+                                           ({"epsilon": 1.5}, "epsilon")])
+def test_bad_search_options_are_named_before_anything_is_priced(monkeypatch, option, named):
+    from tensoropt import strategy
+
+    _model()
+    monkeypatch.setattr(strategy, "make_cost_model",
+                        lambda *a, **k: pytest.fail("priced the graph before checking the options"))
+    with pytest.raises(ValueError, match=f"find_strategy: {named} must be"):
+        to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", **option)
+
+
 def test_frontier_plans_are_built_on_use_and_match_their_points():
-    from tensoropt.cluster import get_cluster
-    from tensoropt.strategy import fastest_fitting, frontier_for
+    from tensoropt.strategy import fastest_fitting
 
     _model()
     plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
