@@ -16,9 +16,15 @@ __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "p
 GIB = 2.0 ** 30
 
 
+def _estimates(plans):
+    """Each plan's memory, time, network and compute: a ``FrontierPlans``' estimates
+    (no plan built), or the plans of a list."""
+    return getattr(plans, "estimates", plans)
+
+
 def frontier_rows(result) -> list[dict]:
     return [{"memory_gib": p.memory_bytes / GIB, "time_s": p.time_s, "network_s": p.network_s,
-             "compute_s": p.compute_s} for p in result.plans]
+             "compute_s": p.compute_s} for p in _estimates(result.plans)]
 
 
 def turning_point(plans) -> int:
@@ -47,16 +53,20 @@ def plans_table(plans, data_parallel=None, chosen=None, title: str = "",
     the chosen plan marked, and the data-parallel plan below. With ``max_rows``, rows
     evenly spaced along the frontier, both ends, the turning point and the chosen plan."""
     knee = turning_point(plans)
+    try:
+        chosen_i = plans.index(chosen) if chosen is not None else None
+    except ValueError:
+        chosen_i = None
+    estimates = _estimates(plans)
     rows = list(range(len(plans)))
     if max_rows is not None and len(plans) > max_rows:
         keep = {round(k * (len(plans) - 1) / (max_rows - 1)) for k in range(max_rows)} | {knee}
-        keep |= {i for i, p in enumerate(plans) if p is chosen}
-        rows = sorted(keep)
+        rows = sorted(keep | ({chosen_i} if chosen_i is not None else set()))
     lines = ([title] if title else []) + [
         f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
     for i in rows:
-        p = plans[i]
-        marks = (["turning point"] if i == knee else []) + (["chosen"] if p is chosen else [])
+        p = estimates[i]
+        marks = (["turning point"] if i == knee else []) + (["chosen"] if i == chosen_i else [])
         lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.5g} {p.time_s:>11.5g} {p.network_s:>11.5g} "
                      f"{p.compute_s:>11.5g}" + (f"  <- {', '.join(marks)}" if marks else ""))
     if data_parallel is not None:
@@ -135,7 +145,7 @@ def plot_frontier(result, path: str, title: str = "") -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plans = result.plans
+    plans = _estimates(result.plans)
     mem = [p.memory_bytes / GIB for p in plans]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.step(mem, [p.time_s for p in plans], where="post", label="TensorOpt frontier", color="C0")

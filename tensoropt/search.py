@@ -12,6 +12,7 @@ Usage::
     result = search_frontier(graph, model, SearchOptions(max_candidates=50_000_000))
     result.plans[0]        # least memory; result.plans[-1] fastest (built on first use)
     result.plans.points    # [(memory bytes, seconds)] of every plan, without building it
+    result.plans.estimates # ... and network and compute seconds, still without building
     result.stats           # configurations per op, search seconds, FT statistics
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from tensoropt.configs import Config, enumerate_configs, input_layout, output_la
 from tensoropt.costs import CostModel, EdgeAlternative
 from tensoropt.plan import OpConfig, Plan
 
-__all__ = ["SearchOptions", "SearchResult", "search_frontier", "data_parallel_configs", "plan_from_configs",
+__all__ = ["SearchOptions", "SearchResult", "FrontierPlans", "PlanEstimate", "search_frontier", "data_parallel_configs", "plan_from_configs",
            "steps_to_json", "sample_plan", "sampling_space"]
 
 
@@ -75,18 +76,52 @@ class _EdgeTable:
     alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
 
 
+class PlanEstimate(NamedTuple):
+    """A frontier plan's estimated costs, read without building the plan."""
+
+    memory_bytes: float
+    time_s: float
+    network_s: float
+    compute_s: float
+
+
 class FrontierPlans(Sequence):
     """The frontier's plans, memory ascending and time strictly descending.
 
     A paper-scale frontier can hold 10^5 points, and building a ``Plan`` takes
     milliseconds, so each plan is built (and checked against its point) on first use;
-    ``points`` gives every plan's (memory bytes, seconds) at once.
+    ``points`` gives every plan's (memory bytes, seconds) at once, and ``estimates``
+    adds its network and compute seconds.
     """
 
-    def __init__(self, points: list[tuple[float, float]], build: Callable[[int], Plan]) -> None:
+    def __init__(self, points: list[tuple[float, float]], build: Callable[[int], Plan],
+                 compute_s: Callable[[], np.ndarray]) -> None:
         self.points = points
         self._build = build
+        self._compute_s = compute_s
+        self._estimates: list[PlanEstimate] | None = None
         self._built: dict[int, Plan] = {}
+
+    @property
+    def estimates(self) -> list[PlanEstimate]:
+        """Every plan's memory, time, network and compute seconds, as its ``Plan`` would
+        give them, without building the plans."""
+        if self._estimates is None:
+            compute = self._compute_s().tolist()
+            self._estimates = [PlanEstimate(m, t, t - c, c) for (m, t), c in zip(self.points, compute)]
+        return self._estimates
+
+    def index(self, plan, start: int = 0, stop: int | None = None) -> int:
+        """Where ``plan``, taken from this frontier, lies in it (without building the rest).
+
+        Raises:
+            ValueError: ``plan`` was not taken from this frontier.
+        """
+        stop = len(self) if stop is None else stop
+        for i, built in self._built.items():
+            if built is plan and start <= i < stop:
+                return i
+        raise ValueError("the plan was not taken from this frontier")
 
     def __len__(self) -> int:
         return len(self.points)
@@ -354,7 +389,14 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
         assert np.isclose(plan.time_s, tim, rtol=1e-9, atol=1e-12), (plan.time_s, tim)
         return plan
 
-    plans = FrontierPlans(result.points, build)
+    def compute_s() -> np.ndarray:   # per point: the chosen configurations' compute seconds
+        total = np.zeros(len(result.points))
+        for n, op in enumerate(space.ops):
+            per_config = np.array([space.op_cost(op, c).compute_s for c in space.configs[op]])
+            total += per_config[result.node_configs[:, n]]
+        return total
+
+    plans = FrontierPlans(result.points, build, compute_s)
     stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": dict(result.stats)}
     return SearchResult(plans, {op.name: len(space.configs[op]) for op in space.ops}, stats, space)
 

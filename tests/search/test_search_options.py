@@ -1,5 +1,6 @@
 """find_strategy's three options, and the error when nothing fits."""
 
+import copy
 import pickle
 
 import pytest
@@ -130,3 +131,29 @@ def test_frontier_plans_are_built_on_use_and_match_their_points():
     assert isinstance(copy.frontier, list) and len(copy.frontier) == len(plans)
     assert [p.time_s for p in copy.frontier] == pytest.approx([t for _, t in plans.points])
     assert copy.frontier[1] is copy
+
+
+def test_frontier_estimates_match_the_plans_without_building_them():
+    models.build("cnn", size="tiny")
+    plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
+    estimates = plans.estimates
+    assert len(estimates) == len(plans) and not plans._built
+    for estimate, plan in zip(estimates, plans):
+        assert tuple(estimate) == pytest.approx(
+            (plan.memory_bytes, plan.time_s, plan.network_s, plan.compute_s), rel=1e-9, abs=1e-15)
+    assert len({e.compute_s for e in estimates}) > 1   # compute differs along the frontier
+
+
+def test_a_frontier_table_builds_only_the_chosen_plan():
+    from tensoropt.report import plans_table
+
+    models.build("cnn", size="tiny")
+    plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
+    chosen = plans[7]
+    table = plans_table(plans, chosen=chosen, max_rows=4).splitlines()
+    assert set(plans._built) == {7}
+    assert [ln.split()[0] for ln in table if ln.endswith("chosen")] == ["7"]
+    rows = [int(ln.split()[0]) for ln in table[1:]]
+    assert {0, 7, len(plans) - 1} <= set(rows) and len(rows) <= 4 + 2  # + turning point, chosen
+    with pytest.raises(ValueError, match="not taken from this frontier"):
+        plans.index(copy.copy(plans[8]))        # equal, but not this frontier's
