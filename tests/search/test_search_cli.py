@@ -62,3 +62,11 @@ def test_a_bad_search_option_is_named(capsys):
     with pytest.raises(SystemExit, match="tensoropt frontier: max_candidates must be"):
         cli.main(["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
                   "--max-candidates", "0"])
+
+
+def test_frontier_plot_draws_the_frontier(tmp_path, capsys):
+    path = tmp_path / "frontier.png"
+    assert cli.main(["frontier", "--model", "cnn", "--size", "tiny", "--cluster", "paper-v100x16",
+                     "--devices", "4", "--plot", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+    assert f"plot written to {path}" in capsys.readouterr().err
