@@ -4,8 +4,10 @@ Usage::
 
     tensoropt models [--json] [--size paper]     # each zoo model's op count and bytes
     tensoropt frontier --model paper_transformer --cluster paper-v100x16 [--devices 16]
+                       [--epsilon 0.05] [--max-candidates 50000000] [--threads 2]
                        [--json] [--plot frontier.png]
     tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
+                      [--epsilon 0.05] [--max-candidates N] [--threads N]
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
 """
 
