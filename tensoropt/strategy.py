@@ -188,8 +188,9 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
         result = frontier_for(graph, cluster, n, cost_model, progress, search)
         plan = fastest_fitting(result.plans, limit)
         if plan is not None:
-            _annotate(plan, "profiling", result, cluster)
+            _annotate(plan, "profiling", result, cluster)   # prices data parallel on the plan
+        data_parallel = plan.data_parallel if plan is not None else result.data_parallel_plan()
         seconds = result.stats["build_s"] + result.stats["track_s"]
-        rows.append(ProfileRow(n, plan, result.plans.points[0][0], result.data_parallel_plan(),
+        rows.append(ProfileRow(n, plan, result.plans.points[0][0], data_parallel,
                                seconds, approximation_line(result.stats["frontier"])))
     return rows
