@@ -113,7 +113,7 @@ def approximation_line(track_stats: dict) -> str:
                      "exact frontier point it stands for")
     if heuristic:
         parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
-    return "frontier: " + "; ".join(parts) if parts else EXACT
+    return ("frontier: " + "; ".join(parts)) if parts else EXACT
 
 
 def _elims(stats: dict) -> str:
