@@ -1,0 +1,166 @@
+"""The two event loops of a delta run (see ``_delta_run``): sparse first, dense if long.
+
+Both are ``engine.event_loop`` (steps 1-4) plus the alignment watch: after each step,
+when the clean tasks done are exactly the first ``cc`` clean tasks of the base run
+(``kth[cc] == mx``), and at doubling gaps, they ask ``run.try_align``. They end on an
+alignment (returned) or when the ready queue is empty (None).
+
+- ``sparse_loop`` reads the graph's numpy arrays task by task (caching what it read in
+  ``run.info``) and keeps the ready counts and times it changes in dicts, so its cost is
+  per task it touches, not per task of the graph.
+- ``dense_loop`` first turns the arrays into Python lists (O(tasks)) and then runs as
+  fast per step as a full simulation; ``sparse_loop`` hands over to it after
+  ``run.dense_after`` steps.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["sparse_loop", "dense_loop"]
+
+
+def _running(run: Any, heap: list) -> list:
+    """Heap of ``(end, task)`` for done tasks that may still be running (end > min ready)."""
+    hmin = heap[0][0] if heap else 0
+    fly = np.flatnonzero((run.start >= 0) & (run.end > hmin))
+    running = list(zip(run.end[fly].tolist(), fly.tolist()))
+    heapq.heapify(running)
+    return running
+
+
+def _numpy_end_of(run: Any):
+    return lambda t: int(run.end[t])
+
+
+def sparse_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray,
+                free: list) -> Optional[tuple[int, int, int]]:
+    """Runs from a restored state (``engine.restore_state``) in sparse mode."""
+    g = run.g
+    running = _running(run, heap)
+    seg, seg_s, seg_r, seg_e = [], [], [], {}
+    end_np = run.end
+
+    def end_of(t: int) -> int:
+        e = seg_e.get(t)
+        return e if e is not None else int(end_np[t])
+
+    run.end_of = end_of
+    info, dur, rp, ri, (sp, si) = run.info, g.duration_ps, g.res_ptr, g.res_idx, g.succ
+    pend: dict[int, int] = {}
+    part: dict[int, int] = {}
+    dirty, posold, kth = run.dirty_set, run.posold, run.kth
+    pop, push = heapq.heappop, heapq.heappush
+    cc, mx = run.cc, run.mx
+    steps, next_try, gap, align = 0, 1, 1, None
+    while heap:
+        r, t = pop(heap)
+        x = info.get(t)
+        if x is None:
+            x = info[t] = (int(dur[t]), ri[rp[t]:rp[t + 1]].tolist(),
+                           si[sp[t]:sp[t + 1]].tolist())
+        d, res, succ = x
+        s = r
+        for q in res:
+            if free[q] > s:
+                s = free[q]
+        e = s + d
+        for q in res:
+            free[q] = e
+        seg.append(t)
+        seg_s.append(s)
+        seg_r.append(r)
+        seg_e[t] = e
+        for v in succ:
+            pv = part.get(v)
+            if pv is None:
+                pv = int(part_np[v])
+            if e > pv:
+                pv = e
+            part[v] = pv
+            c = pend.get(v)
+            if c is None:
+                c = int(pend_np[v])
+            c -= 1
+            pend[v] = c
+            if c == 0:
+                push(heap, (pv, v))
+        if t not in dirty:
+            cc += 1
+            p = int(posold[t])
+            if p > mx:
+                mx = p
+        push(running, (e, t))
+        steps += 1
+        if steps >= next_try and heap and kth[cc] == mx:
+            align = run.try_align(heap, free, running, cc, mx)
+            if align is not None:
+                break
+            gap *= 2
+            next_try = steps + gap
+        if steps >= run.dense_after and heap:
+            run.record(seg, seg_s, [seg_e[t] for t in seg], seg_r)
+            run.cc, run.mx = cc, mx
+            for arr, changes in ((pend_np, pend), (part_np, part)):
+                if changes:
+                    arr[np.fromiter(changes.keys(), np.int64, len(changes))] = \
+                        list(changes.values())
+            return dense_loop(run, heap, pend_np, part_np, free, running, steps, next_try,
+                              gap)
+    run.record(seg, seg_s, [seg_e[t] for t in seg], seg_r)
+    run.cc, run.mx = cc, mx
+    run.end_of = _numpy_end_of(run)
+    return align
+
+
+def dense_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray, free: list,
+               running: list, steps: int, next_try: int, gap: int
+               ) -> Optional[tuple[int, int, int]]:
+    """Continues a sparse loop with Python lists (the state is in ``run``'s arrays)."""
+    dur, rp, ri, sp, si, _ = run.g.loop_lists
+    pending, partial = pend_np.tolist(), part_np.tolist()
+    st, en, rd = run.start.tolist(), run.end.tolist(), run.ready.tolist()
+    run.end_of = en.__getitem__
+    clean, posold, kth = run.clean.tolist(), run.posold.tolist(), run.kth.tolist()
+    pop, push = heapq.heappop, heapq.heappush
+    cc, mx, seg, align = run.cc, run.mx, [], None
+    while heap:
+        r, t = pop(heap)
+        s = r
+        res = ri[rp[t]:rp[t + 1]]
+        for q in res:
+            if free[q] > s:
+                s = free[q]
+        e = s + dur[t]
+        for q in res:
+            free[q] = e
+        st[t] = s
+        en[t] = e
+        rd[t] = r
+        seg.append(t)
+        for v in si[sp[t]:sp[t + 1]]:
+            if e > partial[v]:
+                partial[v] = e
+            c = pending[v] - 1
+            pending[v] = c
+            if c == 0:
+                push(heap, (partial[v], v))
+        if clean[t]:
+            cc += 1
+            if posold[t] > mx:
+                mx = posold[t]
+        push(running, (e, t))
+        steps += 1
+        if steps >= next_try and heap and kth[cc] == mx:
+            align = run.try_align(heap, free, running, cc, mx)
+            if align is not None:
+                break
+            gap *= 2
+            next_try = steps + gap
+    run.record(seg, [st[t] for t in seg], [en[t] for t in seg], [rd[t] for t in seg])
+    run.cc, run.mx = cc, mx
+    run.end_of = _numpy_end_of(run)
+    return align
