@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain
+from operator import attrgetter
 from typing import Callable, Hashable, Optional, Sequence
 
 import numpy as np
@@ -31,6 +32,7 @@ from tensoropt.simulator.graph import BufferTable, CompiledGraph, Fragment
 __all__ = ["Template", "Layout", "Registry", "splice", "empty_layout"]
 
 _I = np.int64
+_NO_EDGES, _NO_FREES = np.zeros((0, 5), dtype=_I), np.zeros((0, 4), dtype=_I)
 
 
 @dataclass(eq=False)
@@ -56,6 +58,7 @@ class Template:
     buf_alloc: np.ndarray            # local task or -1
     int_frees: np.ndarray            # internal frees as layout rows (see Layout.frees)
     ext_frees: list                  # (buffer, task name)
+    sizes: tuple = ()                # (tasks, buffers, resource uses)
     ref_keys: Optional[list] = None  # keys that ext_edges / ext_frees name (once known)
     ext_cache: Optional[dict] = None  # versions of ref_keys -> resolved (edges, frees)
 
@@ -85,6 +88,8 @@ class Registry:
         """Template ``t``'s references to other keys, resolved in ``templates`` (cached
         per versions of the keys it references)."""
         k = t.key
+        if not t.ext_edges and not t.ext_frees:
+            return _NO_EDGES, _NO_FREES
         if t.ref_keys is None:
             names = [n for a, _, b, _ in t.ext_edges for n in (a, b) if n is not None]
             names += [n for _, n in t.ext_frees]
@@ -156,7 +161,8 @@ class Registry:
             buf_rank=np.array([b.rank for b in bufs], dtype=_I),
             buf_alloc=np.array([-1 if b.alloc is None else idx[b.alloc] for b in bufs],
                                dtype=_I),
-            int_frees=np.array(int_frees, dtype=_I).reshape(-1, 4), ext_frees=ext_frees)
+            int_frees=np.array(int_frees, dtype=_I).reshape(-1, 4), ext_frees=ext_frees,
+            sizes=(len(frag._names), len(bufs), sum(len(r) for r in frag._res)))
 
     def resolve(self, name: str, templates: list, who: int) -> tuple[int, int]:
         """``(key, local index)`` of task ``name`` in the current templates."""
@@ -207,6 +213,11 @@ def _remap(refs: np.ndarray, kcol: int, lcol: int, k: int, table: np.ndarray,
     refs[np.flatnonzero(m), lcol] = loc
 
 
+_FIELDS = ("names", "meta", "kind_id", "rank", "duration_ps", "res_count", "res_idx",
+           "buf_names", "buf_why", "buf_bytes", "buf_rank", "buf_alloc", "sizes")
+_get_fields = attrgetter(*_FIELDS)
+
+
 def _concat(parts: list) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=_I)
 
@@ -224,27 +235,31 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
     full = old.graph is None
     ch = np.array(changed, dtype=_I)
 
-    def starts(old_starts: np.ndarray, size) -> np.ndarray:
+    # The changed templates' fields, one list per field (a single pass over them).
+    fields = dict(zip(_FIELDS, map(list, zip(*map(_get_fields, new_t))))) if new_t else \
+        {f: [] for f in _FIELDS}
+    sizes = np.array(fields["sizes"], dtype=_I).reshape(-1, 3)
+
+    def starts(old_starts: np.ndarray, col: int) -> np.ndarray:
         counts = np.diff(old_starts)
-        counts[ch] = [size(t) for t in new_t]
+        counts[ch] = sizes[:, col]
         out = np.zeros(len(counts) + 1, dtype=_I)
         np.cumsum(counts, out=out[1:])
         return out
 
-    task_start = starts(old.task_start, lambda t: len(t.names))
-    buf_start = starts(old.buf_start, lambda t: len(t.buf_names))
-    res_start = starts(old.res_start, lambda t: len(t.res_idx))
+    task_start, buf_start, res_start = (starts(old.task_start, 0), starts(old.buf_start, 1),
+                                        starts(old.res_start, 2))
     g = old.graph
     ts, bs, rs = old.task_start, old.buf_start, old.res_start
 
     def parts(old_arr, st: np.ndarray, attr: str) -> list:
         """The new layout's pieces in key order: old slices between changed keys."""
         if full:
-            return [getattr(t, attr) for t in new_t]
+            return fields[attr]
         out, prev = [], 0
-        for k, t in zip(changed, new_t):
+        for k, piece in zip(changed, fields[attr]):
             out.append(old_arr[st[prev]:st[k]])
-            out.append(getattr(t, attr))
+            out.append(piece)
             prev = k + 1
         out.append(old_arr[st[prev]:st[-1]])
         return out

@@ -5,9 +5,14 @@ when the clean tasks done are exactly the first ``cc`` clean tasks of the base r
 (``kth[cc] == mx``), and at doubling gaps, they ask ``run.try_align``. They end on an
 alignment (returned) or when the ready queue is empty (None).
 
+They run on the state the delta run keeps between loops (``run.heap``, ``run.pending``,
+``run.partial``, ``run.free``, ``run.running``: the ready queue, per-task predecessor
+counts and latest predecessor ends as numpy arrays, per-resource free times, and the
+done tasks that may still be running) and leave it up to date.
+
 - ``sparse_loop`` reads the graph's numpy arrays task by task (caching what it read in
-  ``run.info``) and keeps the ready counts and times it changes in dicts, so its cost is
-  per task it touches, not per task of the graph.
+  ``run.info``) and keeps the counts and times it changes in dicts, written back at the
+  end, so its cost is per task it touches, not per task of the graph.
 - ``dense_loop`` first turns the arrays into Python lists (O(tasks)) and then runs as
   fast per step as a full simulation; ``sparse_loop`` hands over to it after
   ``run.dense_after`` steps.
@@ -23,24 +28,21 @@ import numpy as np
 __all__ = ["sparse_loop", "dense_loop"]
 
 
-def _running(run: Any, heap: list) -> list:
-    """Heap of ``(end, task)`` for done tasks that may still be running (end > min ready)."""
-    hmin = heap[0][0] if heap else 0
-    fly = np.flatnonzero((run.start >= 0) & (run.end > hmin))
-    running = list(zip(run.end[fly].tolist(), fly.tolist()))
-    heapq.heapify(running)
-    return running
-
-
 def _numpy_end_of(run: Any):
-    return lambda t: int(run.end[t])
+    end = run.end
+    return lambda t: int(end[t])
 
 
-def sparse_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray,
-                free: list) -> Optional[tuple[int, int, int]]:
-    """Runs from a restored state (``engine.restore_state``) in sparse mode."""
+def _write_back(arr: np.ndarray, changes: dict) -> None:
+    if changes:
+        arr[np.fromiter(changes.keys(), np.int64, len(changes))] = list(changes.values())
+
+
+def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
+    """Runs the loop from the run's state in sparse mode (see module doc)."""
     g = run.g
-    running = _running(run, heap)
+    heap, free, running = run.heap, run.free, run.running
+    pend_np, part_np = run.pending, run.partial
     seg, seg_s, seg_r, seg_e = [], [], [], {}
     end_np = run.end
 
@@ -96,32 +98,29 @@ def sparse_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray,
         push(running, (e, t))
         steps += 1
         if steps >= next_try and heap and kth[cc] == mx:
-            align = run.try_align(heap, free, running, cc, mx)
+            align = run.try_align(cc, mx)
             if align is not None:
                 break
             gap *= 2
             next_try = steps + gap
         if steps >= run.dense_after and heap:
-            run.record(seg, seg_s, [seg_e[t] for t in seg], seg_r)
-            run.cc, run.mx = cc, mx
-            for arr, changes in ((pend_np, pend), (part_np, part)):
-                if changes:
-                    arr[np.fromiter(changes.keys(), np.int64, len(changes))] = \
-                        list(changes.values())
-            return dense_loop(run, heap, pend_np, part_np, free, running, steps, next_try,
-                              gap)
+            break
     run.record(seg, seg_s, [seg_e[t] for t in seg], seg_r)
     run.cc, run.mx = cc, mx
+    _write_back(pend_np, pend)
+    _write_back(part_np, part)
     run.end_of = _numpy_end_of(run)
+    if align is None and heap:
+        return dense_loop(run, steps, next_try, gap)
     return align
 
 
-def dense_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray, free: list,
-               running: list, steps: int, next_try: int, gap: int
+def dense_loop(run: Any, steps: int, next_try: int, gap: int
                ) -> Optional[tuple[int, int, int]]:
-    """Continues a sparse loop with Python lists (the state is in ``run``'s arrays)."""
+    """Continues a sparse loop with Python lists."""
     dur, rp, ri, sp, si, _ = run.g.loop_lists
-    pending, partial = pend_np.tolist(), part_np.tolist()
+    heap, free, running = run.heap, run.free, run.running
+    pending, partial = run.pending.tolist(), run.partial.tolist()
     st, en, rd = run.start.tolist(), run.end.tolist(), run.ready.tolist()
     run.end_of = en.__getitem__
     clean, posold, kth = run.clean.tolist(), run.posold.tolist(), run.kth.tolist()
@@ -155,12 +154,15 @@ def dense_loop(run: Any, heap: list, pend_np: np.ndarray, part_np: np.ndarray, f
         push(running, (e, t))
         steps += 1
         if steps >= next_try and heap and kth[cc] == mx:
-            align = run.try_align(heap, free, running, cc, mx)
+            align = run.try_align(cc, mx)
             if align is not None:
                 break
             gap *= 2
             next_try = steps + gap
     run.record(seg, [st[t] for t in seg], [en[t] for t in seg], [rd[t] for t in seg])
     run.cc, run.mx = cc, mx
+    if align is not None:
+        run.pending = np.array(pending, dtype=np.int64)
+        run.partial = np.array(partial, dtype=np.int64)
     run.end_of = _numpy_end_of(run)
     return align

@@ -19,12 +19,11 @@ The run alternates two moves.
    ``(ready, index)`` key than the base task due at that step. Those steps are copied
    with numpy. The run starts aligned (0 steps each, shift 0), so the first mirror is the
    unchanged prefix.
-2. **Loop.** From a stop, the loop's state is rebuilt from the tasks done so far
-   (``engine.restore_state``) and the event loop runs, checking for alignment now and
-   then (at doubling gaps) until it finds one or ends. It starts *sparse* (it reads the
-   numpy arrays task by task and keeps what it changes in dicts, so a short run costs
-   nothing per task it does not touch) and turns *dense* (``engine.event_loop``'s Python
-   lists) if it runs for more than ``dense_after`` steps.
+2. **Loop.** From a stop, the event loop runs on, checking for alignment now and then
+   (at doubling gaps) until it finds one or ends (``_delta_loop``). The loop's state
+   (ready queue, predecessor counts, resource free times) is kept between loops; a
+   mirrored span is folded into it with numpy, in time proportional to the span's tasks
+   and edges.
 
 *Aligned* means that the rest of the two runs is the same up to the shift, for the clean
 tasks, until a dirty task intervenes:
@@ -51,8 +50,8 @@ from typing import Optional
 import numpy as np
 
 from tensoropt.simulator._assemble import Layout
-from tensoropt.simulator._delta_loop import dense_loop, sparse_loop
-from tensoropt.simulator.engine import SimStats, Timeline, cycle_message, restore_state
+from tensoropt.simulator._delta_loop import sparse_loop
+from tensoropt.simulator.engine import SimStats, Timeline, cycle_message
 
 __all__ = ["BaseRun", "delta_run"]
 
@@ -71,7 +70,7 @@ class BaseRun:
         self.ready_seq = timeline.ready_ps[self.order]
         self.end_seq = timeline.end_ps[self.order]
         # Per resource: the steps at which its tasks ran, and their ends, in step order.
-        holder = np.repeat(np.arange(g.num_tasks), np.diff(g.res_ptr))
+        holder = g.res_holder
         steps = self.pos[holder]
         srt = np.lexsort((steps, g.res_idx))
         q_sorted, steps, ends = g.res_idx[srt], steps[srt], timeline.end_ps[holder[srt]]
@@ -136,14 +135,20 @@ class _Run:
         self.dirty_steps = np.flatnonzero(dirty_old[base.order])
         self.kth = np.concatenate([[-1], np.flatnonzero(self.clean_old[base.order]),
                                    [len(base.order)]])
-        self.dirty_new = np.flatnonzero(dirty_new)
-        self.dirty_set = set(self.dirty_new.tolist())
+        self.dirty_todo = np.flatnonzero(dirty_new).tolist()      # not yet done
+        self.dirty_set = set(self.dirty_todo)
         self.info: dict = {}               # the sparse loop's per-task cache
         n = ng.num_tasks
         self.start = np.full(n, -1, dtype=_I)
         self.end = np.full(n, -1, dtype=_I)
         self.ready = np.full(n, -1, dtype=_I)
         self.end_of = lambda t: -1         # a task's end in the run so far, -1 if not done
+        # The event loop's state before any step (see _delta_loop).
+        self.pending = ng.num_preds.copy()
+        self.partial = np.zeros(n, dtype=_I)
+        self.free = [0] * len(ng.resources)
+        self.heap = [(0, t) for t in np.flatnonzero(self.pending == 0).tolist()]
+        self.running: list = []
         self.pieces: list[np.ndarray] = []
         self.cc, self.mx = 0, -1
         self.loop_tasks = self.mirrored = self.segments = 0
@@ -166,9 +171,9 @@ class _Run:
             self.mirrored += stop - jp
             if self.mirrored + self.loop_tasks == self.g.num_tasks:
                 break
+            self.apply_span(ids)
             self.segments += 1
-            heap, pending, partial, free = restore_state(self.g, self.start, self.end)
-            align = sparse_loop(self, heap, pending, partial, free)
+            align = sparse_loop(self)
         done = self.start >= 0
         if not done.all():
             raise ValueError(cycle_message(self.g, done))
@@ -177,6 +182,29 @@ class _Run:
                         SimStats(mode="delta", loop_tasks=self.loop_tasks,
                                  mirrored_tasks=self.mirrored, segments=self.segments,
                                  changed_keys=self.changed))
+
+    def apply_span(self, ids: np.ndarray) -> None:
+        """Folds mirrored tasks (already timed) into the loop's state."""
+        g, end = self.g, self.end
+        sp, si = g.succ
+        dst = si[_ranges(sp[ids], sp[ids + 1] - sp[ids])]
+        src_end = np.repeat(end[ids], sp[ids + 1] - sp[ids])
+        np.add.at(self.pending, dst, -1)
+        np.maximum.at(self.partial, dst, src_end)
+        rp = g.res_ptr
+        res = g.res_idx[_ranges(rp[ids], rp[ids + 1] - rp[ids])]
+        free = np.array(self.free, dtype=_I)
+        np.maximum.at(free, res, np.repeat(end[ids], rp[ids + 1] - rp[ids]))
+        self.free = free.tolist()
+        new = np.unique(dst[(self.pending[dst] == 0) & (self.start[dst] < 0)])
+        heap = [(r, t) for r, t in self.heap if self.start[t] < 0]
+        heap += zip(self.partial[new].tolist(), new.tolist())
+        heapq.heapify(heap)
+        self.heap = heap
+        if heap:                    # (no ready task left: the loop will end at once)
+            fly = ids[end[ids] > heap[0][0]]
+            self.running += zip(end[fly].tolist(), fly.tolist())
+            heapq.heapify(self.running)
 
     def record(self, seg: list, starts: list, ends: list, readies: list) -> None:
         """Stores a loop run's tasks (in the order taken) and their times."""
@@ -188,11 +216,11 @@ class _Run:
             self.pieces.append(ids)
             self.loop_tasks += len(seg)
 
-    def try_align(self, heap: list, free: list, running: list, cc: int, mx: int
-                  ) -> Optional[tuple[int, int, int]]:
+    def try_align(self, cc: int, mx: int) -> Optional[tuple[int, int, int]]:
         """``(j', delta, stop)`` if the new run is aligned with base step ``j'`` and the
         mirrored span would be at least ``min_span`` steps; else None."""
         b, end_of, clean = self.base, self.end_of, self.clean
+        heap, free, running = self.heap, self.free, self.running
         lo, hi = mx + 1, int(self.kth[cc + 1])
         for dn, do in self.pairs:
             p = int(b.pos[do])
@@ -264,9 +292,8 @@ class _Run:
         best = int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(b.order)
         pp, pi = self.g.pred
         end_old = b.timeline.end_ps
-        for x in self.dirty_new.tolist():
-            if end_of(x) >= 0:
-                continue
+        self.dirty_todo = [x for x in self.dirty_todo if end_of(x) < 0]
+        for x in self.dirty_todo:
             rdy, rstep, ok = 0, jp, True
             for p in pi[pp[x]:pp[x + 1]].tolist():
                 e = end_of(p)
@@ -289,3 +316,10 @@ class _Run:
                 p0 += 1
             best = p0
         return best
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])``, vectorized."""
+    total = int(counts.sum())
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(total)

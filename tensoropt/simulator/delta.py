@@ -131,13 +131,12 @@ class DeltaSimulator:
                 that is missing, or a cycle in the graph (named).
         """
         v = self._versions(versions)
-        if not self._states:
+        state, dist = self._nearest(v)
+        if state is None:
             return self._remember(*self._full(v))
-        dist = [int((s.layout.versions != v).sum()) for s in self._states]
-        i = len(dist) - 1 - int(np.argmin(dist[::-1]))        # most recent among equals
-        state = self._states[i]
-        if dist[i] == 0:
-            self._states.append(self._states.pop(i))
+        if dist == 0:
+            self._states.remove(state)
+            self._states.append(state)
             return state.timeline
         layout, changed = splice(state.layout, v, self._reg)
         if layout.graph.num_tasks == 0 or state.timeline.graph.num_tasks == 0:
@@ -148,7 +147,9 @@ class DeltaSimulator:
                                                 dense))
 
     def simulate_full(self, versions: Sequence[int], *, remember: bool = False) -> Timeline:
-        """The timeline of ``versions``' graph, simulated from scratch (the reference).
+        """The timeline of ``versions``' graph by a full simulation (the reference): the
+        event loop runs over every task. (The graph itself is spliced from the nearest
+        recent state's graph when there is one; it is the same graph either way.)
         With ``remember``, the state joins the window."""
         layout, timeline = self._full(self._versions(versions))
         return self._remember(layout, timeline) if remember else timeline
@@ -173,8 +174,18 @@ class DeltaSimulator:
                              free_after=b.free_after, rank=b.rank)
         return g
 
+    def _nearest(self, v: np.ndarray) -> tuple[Optional[_State], int]:
+        """The state differing from ``v`` in the fewest keys (most recent among equals)."""
+        if not self._states:
+            return None, -1
+        dist = [int((s.layout.versions != v).sum()) for s in self._states]
+        i = len(dist) - 1 - int(np.argmin(dist[::-1]))
+        return self._states[i], dist[i]
+
     def _full(self, v: np.ndarray) -> tuple[Layout, Timeline]:
-        layout, _ = splice(empty_layout(len(self._reg.keys)), v, self._reg)
+        state, _ = self._nearest(v)
+        old = state.layout if state is not None else empty_layout(len(self._reg.keys))
+        layout, _ = splice(old, v, self._reg)
         return layout, simulate_compiled(layout.graph)
 
     def _remember(self, layout: Layout, timeline: Timeline) -> Timeline:

@@ -38,8 +38,7 @@ import numpy as np
 
 from tensoropt.simulator.graph import PS_PER_S, CompiledGraph, TaskGraph
 
-__all__ = ["Timeline", "SimStats", "simulate", "event_loop", "restore_state",
-           "cycle_message"]
+__all__ = ["Timeline", "SimStats", "simulate", "event_loop", "cycle_message"]
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ def simulate(graph: Union[TaskGraph, CompiledGraph]) -> Timeline:
     n = cg.num_tasks
     lists = cg.loop_lists
     pending = list(lists[5])
-    heap = [(0, t) for t in np.flatnonzero(np.diff(cg.pred[0]) == 0).tolist()]  # sorted: a heap
+    heap = [(0, t) for t in np.flatnonzero(cg.num_preds == 0).tolist()]   # sorted: a heap
     start, end, ready = [-1] * n, [-1] * n, [-1] * n
     order: list[int] = []
     event_loop(lists, heap, pending, [0] * n, [0] * len(cg.resources), start, end, ready,
@@ -165,32 +164,6 @@ def simulate(graph: Union[TaskGraph, CompiledGraph]) -> Timeline:
     return Timeline(cg, start_ps, np.array(end, dtype=np.int64),
                     np.array(ready, dtype=np.int64), np.array(order, dtype=np.int64),
                     SimStats(mode="full", loop_tasks=n))
-
-
-def restore_state(cg: CompiledGraph, start_ps: np.ndarray, end_ps: np.ndarray
-                  ) -> tuple[list, np.ndarray, np.ndarray, list]:
-    """The loop's state after the tasks with ``start_ps >= 0`` ran with these times.
-
-    Returns:
-        ``(heap, pending, partial, free)`` as ``event_loop`` takes them, but ``pending``
-        and ``partial`` as numpy arrays. Exact for any set of ended tasks that the loop
-        could have taken first (a prefix of some run).
-    """
-    n = cg.num_tasks
-    done = start_ps >= 0
-    src, dst = cg.edge_src, cg.edge_dst
-    m = done[src]
-    pending = np.diff(cg.pred[0]) - np.bincount(dst[m], minlength=n)
-    partial = np.zeros(n, dtype=np.int64)
-    np.maximum.at(partial, dst[m], end_ps[src[m]])
-    free = np.zeros(len(cg.resources), dtype=np.int64)
-    holder = np.repeat(np.arange(n), np.diff(cg.res_ptr))
-    mr = done[holder]
-    np.maximum.at(free, cg.res_idx[mr], end_ps[holder[mr]])
-    waiting = np.flatnonzero(~done & (pending == 0))
-    heap = list(zip(partial[waiting].tolist(), waiting.tolist()))
-    heapq.heapify(heap)
-    return heap, pending, partial, free.tolist()
 
 
 def cycle_message(cg: CompiledGraph, done: np.ndarray) -> str:

@@ -363,13 +363,22 @@ class CompiledGraph:
         return _csr(self.edge_dst, self.edge_src, self.num_tasks)
 
     @cached_property
+    def num_preds(self) -> np.ndarray:
+        """How many dependencies each task waits for."""
+        return np.diff(self.pred[0])
+
+    @cached_property
+    def res_holder(self) -> np.ndarray:
+        """The task of each entry of ``res_idx``."""
+        return np.repeat(np.arange(self.num_tasks), np.diff(self.res_ptr))
+
+    @cached_property
     def loop_lists(self) -> tuple[list, list, list, list, list, list]:
         """``(duration, res_ptr, res_idx, succ_ptr, succ_idx, num_preds)`` as Python lists,
         the fastest form for the event loop to index."""
         sp, si = self.succ
-        npred = np.diff(self.pred[0])
         return (self.duration_ps.tolist(), self.res_ptr.tolist(), self.res_idx.tolist(),
-                sp.tolist(), si.tolist(), npred.tolist())
+                sp.tolist(), si.tolist(), self.num_preds.tolist())
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -31,12 +31,13 @@ The memory timeline is a step function: ``live_bytes[i]`` holds from ``times_s[i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from tensoropt.simulator.engine import Timeline
-from tensoropt.simulator.graph import PS_PER_S
+from tensoropt.simulator.graph import PS_PER_S, BufferTable
 
 __all__ = ["LiveBuffer", "MemoryTimeline", "memory_timelines", "peak_memory_bytes"]
 
@@ -52,15 +53,27 @@ class LiveBuffer:
 
 @dataclass(frozen=True, eq=False)
 class MemoryTimeline:
-    """Live bytes on one rank over the step (see the module doc for the rules)."""
+    """Live bytes on one rank over the step (see the module doc for the rules).
+
+    ``live_at_peak_ids`` indexes the graph's buffers (largest first); ``live_at_peak``
+    names them.
+    """
 
     rank: int
     resident_bytes: int
     peak_bytes: int
     peak_time_s: float
-    live_at_peak: tuple[LiveBuffer, ...]
+    live_at_peak_ids: np.ndarray
     times_s: np.ndarray
     live_bytes: np.ndarray
+    buffers: BufferTable = field(repr=False)
+
+    @cached_property
+    def live_at_peak(self) -> tuple[LiveBuffer, ...]:
+        b = self.buffers
+        sizes = b.size_bytes[self.live_at_peak_ids].tolist()
+        return tuple(LiveBuffer(b.names[j], size, b.why[j])
+                     for j, size in zip(self.live_at_peak_ids.tolist(), sizes))
 
 
 def _lifetimes(t: Timeline) -> tuple[np.ndarray, np.ndarray]:
@@ -112,13 +125,11 @@ def memory_timelines(t: Timeline) -> tuple[MemoryTimeline, ...]:
             alive[:] = False
         ids = np.concatenate([np.flatnonzero(resident), dyn[alive]])
         ids = ids[np.lexsort((ids, -b.size_bytes[ids]))]
-        live_at = tuple(LiveBuffer(b.names[j], int(b.size_bytes[j]), b.why[j])
-                        for j in ids.tolist())
-        assert sum(x.size_bytes for x in live_at) == peak, "live set does not add up"
-        s_times = np.append(s_times, makespan) if len(s_times) else s_times
+        assert int(b.size_bytes[ids].sum()) == peak, "the live set does not add up"
+        s_times = np.append(s_times, makespan)           # the step holds to the end
         s_live = np.append(s_live, s_live[-1])
-        out.append(MemoryTimeline(rank, res_bytes, peak, when / PS_PER_S, live_at,
-                                  s_times / PS_PER_S, s_live))
+        out.append(MemoryTimeline(rank, res_bytes, peak, when / PS_PER_S, ids,
+                                  s_times / PS_PER_S, s_live, b))
     return tuple(out)
 
 

@@ -143,7 +143,7 @@ def critical_path(t: Timeline) -> tuple[CriticalStep, ...]:
     # The task before each (task, resource) pair on that resource, in the order taken.
     pos = np.empty(g.num_tasks, dtype=np.int64)
     pos[t.order] = np.arange(g.num_tasks)
-    holder = np.repeat(np.arange(g.num_tasks), np.diff(g.res_ptr))
+    holder = g.res_holder
     srt = np.lexsort((pos[holder], g.res_idx))
     prev = np.full(len(holder), -1, dtype=np.int64)
     same = g.res_idx[srt][1:] == g.res_idx[srt][:-1]
