@@ -5,10 +5,12 @@ is deterministic, so the new run repeats the base run wherever the two cannot be
 apart, and only the rest goes through the loop.
 
 Tasks of the new graph are *clean* when they belong to a key whose version did not change
-and no changed fragment added or removed one of their dependencies; a clean task has the
-same duration, resources, tie-break rank and predecessor names in both graphs. All other
-tasks are *dirty* (old side: those that disappear or change; new side: those that appear
-or change).
+and no dependency into them is declared by a changed key (in its old or new version); a
+clean task has the same duration, resources, tie-break order and predecessor names in
+both graphs, and is mapped to its base twin. All other tasks are *dirty* (old side: those
+that disappear or change; new side: those that appear or change). A dirty task with a
+clean successor exists on both sides under one name (the successor names it); such
+*boundary* tasks are paired by name.
 
 The run alternates two moves.
 
@@ -38,8 +40,14 @@ tasks, until a dirty task intervenes:
   so, clamped at ``theta`` (``theta + delta`` in the new run): each resource's free time
   matches, and each done task with a not-done clean successor ends at a matching time.
 
-With integer picoseconds, "plus delta" is exact, so the result equals the full run's bit
-for bit; the differential tests check that on random graphs and changes.
+Why mirroring is then exact: the loop's next step depends only on the ready queue's
+least ``(ready, index)``, the free times of that task's resources and, for the tasks it
+releases, the ends of their predecessors -- all at or after ``theta``, where they are the
+base run's plus ``delta``. So each step is the base step plus ``delta``, and by induction
+so is every step until a dirty task is involved (a stop). Stopping early is always safe
+(the loop just does more work); ``stop_after`` may do so at ties. With integer
+picoseconds, "plus delta" is exact, so the result equals the full run's bit for bit; the
+differential tests check that on random graphs and changes.
 """
 
 from __future__ import annotations

@@ -22,7 +22,11 @@ key order, then the order within a fragment), and the names that fragments refer
 across keys are resolved in the union. A key is anything hashable (an op name, an edge);
 a version is an int (a configuration index, a re-scheduling alternative), so a frontier
 point's choice arrays are a version vector as they are: ``np.concatenate([node_choice,
-edge_choice])``. ``build`` is called once per (key, version) and its result cached.
+edge_choice])``. ``build`` is called once per (key, version) and its result cached, so a
+fragment must depend on nothing but its key and version: a fragment that depends on
+several choices encodes them all in its version (an edge's conversion steps depend on
+both endpoints' configurations and the alternative: ``(cfg_src * K_dst + cfg_dst) * A +
+alt``). ``simulate`` returns the window's own timeline when the vector is already there.
 
 Rules for fragments. Task names are unique and belong to one key. A dependency may name a
 task of another key (resolved in the union), but must touch one of the fragment's own
@@ -74,7 +78,7 @@ class DeltaSimulator:
         resources: every resource a fragment may use.
         window: how many recent states to keep as delta bases (>= 1).
         min_span: the fewest base steps worth copying at once; shorter spans are
-            simulated instead (each copy rebuilds the loop's state, O(edges) numpy).
+            simulated instead (each copy has a fixed numpy cost).
         dense_after: loop steps after which a delta's event loop turns its state into
             Python lists (O(tasks) once, then faster per step); default: a tenth of the
             tasks, at least 1000.

@@ -219,3 +219,29 @@ def test_a_delay_running_on_one_side_only_blocks_realignment(base, new, d_ready_
     _assert_same(t, sim.simulate_full([new, 0, 0, 0]))
     i = t.graph.index["D/b"]
     assert int(t.ready_ps[i]) == d_ready_us * 10**6
+
+
+def test_fragments_may_declare_resources_in_any_order():
+    def build(key, version):
+        f = Fragment(["nic:m0", "compute:0"] if key == "b" else ["compute:0"])
+        f.add_task(f"{key}/t", "compute", "compute:0", (version + 1) * US)
+        if key == "b":
+            f.add_task("b/c", "collective", "nic:m0", 2 * US)
+            f.add_dependency("a/t", "b/t")
+        return f
+    sim = DeltaSimulator(["a", "b"], build, ["compute:0", "nic:m0"])
+    t = sim.simulate([1, 0])
+    assert t.graph.task_resources(t.graph.index["b/c"]) == ("nic:m0",)
+    assert t.makespan_s == pytest.approx(3 * US)
+    _assert_same(t, simulate(sim.task_graph([1, 0])))
+
+
+def test_simulate_full_can_join_the_window():
+    spec = random_fragments(2, n_keys=5)
+    sim = DeltaSimulator(spec.keys, spec.build, spec.resources)
+    v = np.array([0, 1, 2, 0, 1])
+    full = sim.simulate_full(v, remember=True)
+    assert full.stats.mode == "full" and full.stats.loop_tasks == full.graph.num_tasks
+    assert sim.simulate(v) is full
+    v[2] = 0
+    assert sim.simulate(v).stats.changed_keys == 1
