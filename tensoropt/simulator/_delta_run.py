@@ -1,0 +1,333 @@
+"""Delta simulation: the new timeline from a base one, exactly as a full run would give it.
+
+Internal to ``DeltaSimulator``. The idea (FlexFlow §5.3, made exact): the full event loop
+is deterministic, so the new run repeats the base run wherever the two cannot be told
+apart, and only the rest goes through the loop.
+
+Tasks of the new graph are *clean* when they belong to a key whose version did not change
+and no dependency into them is declared by a changed key (in its old or new version); a
+clean task has the same duration, resources, tie-break order and predecessor names in
+both graphs, and is mapped to its base twin. All other tasks are *dirty* (old side: those
+that disappear or change; new side: those that appear or change). A dirty task with a
+clean successor exists on both sides under one name (the successor names it); such
+*boundary* tasks are paired by name.
+
+The run alternates two moves.
+
+1. **Mirror.** When the new run after ``j`` steps is *aligned* with the base run after
+   ``j'`` steps with shift ``delta`` (below), its next steps are the base run's steps
+   ``j', j'+1, ...`` with every time plus ``delta`` -- until the first *stop*: the base
+   run takes a dirty task, or a dirty task of the new graph becomes ready with a smaller
+   ``(ready, index)`` key than the base task due at that step. Those steps are copied
+   with numpy. The run starts aligned (0 steps each, shift 0), so the first mirror is the
+   unchanged prefix.
+2. **Loop.** From a stop, the event loop runs on, checking for alignment now and then
+   (at doubling gaps) until it finds one or ends (``_delta_loop``). The loop's state
+   (ready queue, predecessor counts, resource free times) is kept between loops; a
+   mirrored span is folded into it with numpy, in time proportional to the span's tasks
+   and edges.
+
+*Aligned* means that the rest of the two runs is the same up to the shift, for the clean
+tasks, until a dirty task intervenes:
+
+- the clean tasks done are the same set: the first ``c`` clean tasks in base order;
+- each dirty task that is a predecessor of a clean task has the same done/not-done
+  status in both runs (``j'`` is chosen within the gap of dirty base steps to allow it);
+- every clean ready task has ready time = its base ready time + ``delta``, and the base
+  task due at ``j'`` is clean;
+- with ``theta`` = the base ready time due at ``j'`` (a lower bound of all later ready
+  times, as ready times leave the queue in order), times at or before it do not matter,
+  so, clamped at ``theta`` (``theta + delta`` in the new run): each resource's free time
+  matches, and each done task with a not-done clean successor ends at a matching time.
+
+Why mirroring is then exact: the loop's next step depends only on the ready queue's
+least ``(ready, index)``, the free times of that task's resources and, for the tasks it
+releases, the ends of their predecessors -- all at or after ``theta``, where they are the
+base run's plus ``delta``. So each step is the base step plus ``delta``, and by induction
+so is every step until a dirty task is involved (a stop). Stopping early is always safe
+(the loop just does more work); ``stop_after`` may do so at ties. With integer
+picoseconds, "plus delta" is exact, so the result equals the full run's bit for bit; the
+differential tests check that on random graphs and changes.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Optional
+
+import numpy as np
+
+from tensoropt.simulator._assemble import Layout
+from tensoropt.simulator._delta_loop import sparse_loop
+from tensoropt.simulator.engine import SimStats, Timeline, cycle_message
+
+__all__ = ["BaseRun", "delta_run"]
+
+_I = np.int64
+
+
+class BaseRun:
+    """What a timeline offers as a base: its run in step order, indexed for lookups."""
+
+    def __init__(self, layout: Layout, timeline: Timeline) -> None:
+        g = timeline.graph
+        self.layout, self.timeline = layout, timeline
+        self.order = timeline.order
+        self.pos = np.empty(len(self.order), dtype=_I)
+        self.pos[self.order] = np.arange(len(self.order))
+        self.ready_seq = timeline.ready_ps[self.order]
+        self.end_seq = timeline.end_ps[self.order]
+        # Per resource: the steps at which its tasks ran, and their ends, in step order.
+        holder = g.res_holder
+        steps = self.pos[holder]
+        srt = np.lexsort((steps, g.res_idx))
+        q_sorted, steps, ends = g.res_idx[srt], steps[srt], timeline.end_ps[holder[srt]]
+        bounds = np.searchsorted(q_sorted, np.arange(len(g.resources) + 1))
+        self.res_steps = [steps[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        self.res_ends = [ends[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def free_at(self, q: int, step: int) -> int:
+        """When resource ``q`` is free after the base run's first ``step`` steps."""
+        i = int(np.searchsorted(self.res_steps[q], step))
+        return int(self.res_ends[q][i - 1]) if i else 0
+
+
+def delta_run(base: BaseRun, new: Layout, changed: list, min_span: int,
+              dense_after: int) -> Timeline:
+    """The timeline of ``new``'s graph, from ``base`` (see the module doc)."""
+    return _Run(base, new, changed, min_span, dense_after).run()
+
+
+class _Run:
+    def __init__(self, base: BaseRun, new: Layout, changed: list, min_span: int,
+                 dense_after: int) -> None:
+        old, og, ng = base.layout, base.timeline.graph, new.graph
+        self.base, self.g, self.min_span, self.dense_after = base, ng, min_span, dense_after
+        nk = len(new.templates)
+        is_changed = np.zeros(nk, dtype=bool)
+        is_changed[changed] = True
+        ch = np.array(changed, dtype=_I)
+        # Task maps: unchanged keys keep their tasks, shifted by the sizes before them.
+        shift = new.task_start[:-1] - old.task_start[:-1]
+        key_old = np.repeat(np.arange(nk), np.diff(old.task_start))
+        key_new = np.repeat(np.arange(nk), np.diff(new.task_start))
+        old2new = np.arange(og.num_tasks) + shift[key_old]
+        old2new[is_changed[key_old]] = -1
+        new2old = np.arange(ng.num_tasks) - shift[key_new]
+        new2old[is_changed[key_new]] = -1
+        # Dirty: tasks of changed keys, and targets of dependencies those keys declared.
+        dirty_new = is_changed[key_new].copy()
+        dirty_new[ng.edge_dst[np.isin(new.edges[:, 0], ch)]] = True
+        dirty_old = is_changed[key_old].copy()
+        dirty_old[og.edge_dst[np.isin(old.edges[:, 0], ch)]] = True
+        m = dirty_old & (old2new >= 0)
+        dirty_new[old2new[m]] = True
+        m = dirty_new & (new2old >= 0)
+        dirty_old[new2old[m]] = True
+        self.clean_old, self.clean = ~dirty_old, ~dirty_new
+        # Boundary: dirty predecessors of clean tasks, paired by name across the graphs.
+        s, d = og.edge_src, og.edge_dst
+        m = self.clean_old[d] & dirty_old[s]
+        by_name = {(og.names[a], int(old2new[b])): a for a, b in zip(s[m].tolist(),
+                                                                      d[m].tolist())}
+        s, d = ng.edge_src, ng.edge_dst
+        m = self.clean[d] & dirty_new[s]
+        self.pairs_n2o: dict[int, int] = {}
+        for a, b in zip(s[m].tolist(), d[m].tolist()):
+            o = by_name[(ng.names[a], b)]
+            assert self.pairs_n2o.setdefault(a, o) == o, "a task name maps to two tasks"
+        self.pairs_o2n = {o: n for n, o in self.pairs_n2o.items()}
+        self.pairs = list(self.pairs_n2o.items())
+        self.old2new, self.new2old = old2new, new2old
+        self.posold = np.where(self.clean, base.pos[new2old], -1)
+        self.dirty_steps = np.flatnonzero(dirty_old[base.order])
+        self.kth = np.concatenate([[-1], np.flatnonzero(self.clean_old[base.order]),
+                                   [len(base.order)]])
+        self.dirty_todo = np.flatnonzero(dirty_new).tolist()      # not yet done
+        self.dirty_set = set(self.dirty_todo)
+        self.info: dict = {}               # the sparse loop's per-task cache
+        n = ng.num_tasks
+        self.start = np.full(n, -1, dtype=_I)
+        self.end = np.full(n, -1, dtype=_I)
+        self.ready = np.full(n, -1, dtype=_I)
+        self.end_of = lambda t: -1         # a task's end in the run so far, -1 if not done
+        # The event loop's state before any step (see _delta_loop).
+        self.pending = ng.num_preds.copy()
+        self.partial = np.zeros(n, dtype=_I)
+        self.free = [0] * len(ng.resources)
+        self.heap = [(0, t) for t in np.flatnonzero(self.pending == 0).tolist()]
+        self.running: list = []
+        self.pieces: list[np.ndarray] = []
+        self.cc, self.mx = 0, -1
+        self.loop_tasks = self.mirrored = self.segments = 0
+        self.changed = len(changed)
+
+    def run(self) -> Timeline:
+        bt = self.base.timeline
+        align: Optional[tuple[int, int, int]] = (0, 0, self.stop_after(0, 0))
+        while align is not None:
+            jp, delta, stop = align
+            # Mirror base steps [jp, stop) shifted by delta.
+            ids_old = self.base.order[jp:stop]
+            ids = self.old2new[ids_old]
+            self.start[ids] = bt.start_ps[ids_old] + delta
+            self.end[ids] = bt.end_ps[ids_old] + delta
+            self.ready[ids] = bt.ready_ps[ids_old] + delta
+            self.pieces.append(ids)
+            self.cc += stop - jp
+            self.mx = max(self.mx, stop - 1)
+            self.mirrored += stop - jp
+            if self.mirrored + self.loop_tasks == self.g.num_tasks:
+                break
+            self.apply_span(ids)
+            self.segments += 1
+            align = sparse_loop(self)
+        done = self.start >= 0
+        if not done.all():
+            raise ValueError(cycle_message(self.g, done))
+        order = np.concatenate(self.pieces) if self.pieces else np.zeros(0, dtype=_I)
+        return Timeline(self.g, self.start, self.end, self.ready, order,
+                        SimStats(mode="delta", loop_tasks=self.loop_tasks,
+                                 mirrored_tasks=self.mirrored, segments=self.segments,
+                                 changed_keys=self.changed))
+
+    def apply_span(self, ids: np.ndarray) -> None:
+        """Folds mirrored tasks (already timed) into the loop's state."""
+        g, end = self.g, self.end
+        sp, si = g.succ
+        dst = si[_ranges(sp[ids], sp[ids + 1] - sp[ids])]
+        src_end = np.repeat(end[ids], sp[ids + 1] - sp[ids])
+        np.add.at(self.pending, dst, -1)
+        np.maximum.at(self.partial, dst, src_end)
+        rp = g.res_ptr
+        res = g.res_idx[_ranges(rp[ids], rp[ids + 1] - rp[ids])]
+        free = np.array(self.free, dtype=_I)
+        np.maximum.at(free, res, np.repeat(end[ids], rp[ids + 1] - rp[ids]))
+        self.free = free.tolist()
+        new = np.unique(dst[(self.pending[dst] == 0) & (self.start[dst] < 0)])
+        heap = [(r, t) for r, t in self.heap if self.start[t] < 0]
+        heap += zip(self.partial[new].tolist(), new.tolist())
+        heapq.heapify(heap)
+        self.heap = heap
+        if heap:                    # (no ready task left: the loop will end at once)
+            fly = ids[end[ids] > heap[0][0]]
+            self.running += zip(end[fly].tolist(), fly.tolist())
+            heapq.heapify(self.running)
+
+    def record(self, seg: list, starts: list, ends: list, readies: list) -> None:
+        """Stores a loop run's tasks (in the order taken) and their times."""
+        if seg:
+            ids = np.array(seg, dtype=_I)
+            self.start[ids] = starts
+            self.end[ids] = ends
+            self.ready[ids] = readies
+            self.pieces.append(ids)
+            self.loop_tasks += len(seg)
+
+    def try_align(self, cc: int, mx: int) -> Optional[tuple[int, int, int]]:
+        """``(j', delta, stop)`` if the new run is aligned with base step ``j'`` and the
+        mirrored span would be at least ``min_span`` steps; else None."""
+        b, end_of, clean = self.base, self.end_of, self.clean
+        heap, free, running = self.heap, self.free, self.running
+        lo, hi = mx + 1, int(self.kth[cc + 1])
+        for dn, do in self.pairs:
+            p = int(b.pos[do])
+            done = end_of(dn) >= 0
+            if p < lo or p >= hi:
+                if done != (p < lo):
+                    return None
+            elif done:
+                lo = max(lo, p + 1)
+            else:
+                hi = min(hi, p)
+            if lo > hi:
+                return None
+        jp = hi
+        if jp >= len(b.order) or not self.clean_old[b.order[jp]]:
+            return None
+        # The shift, read off the clean ready tasks (that they all agree is implied by the
+        # in-flight checks below; checking it here is a cheap early exit).
+        delta = None
+        ready_old = b.timeline.ready_ps
+        for r, h in heap:
+            if clean[h]:
+                d = r - int(ready_old[self.new2old[h]])
+                if delta is None:
+                    delta = d
+                elif d != delta:
+                    return None
+        if delta is None:
+            return None
+        theta_old = int(b.ready_seq[jp])
+        theta = theta_old + delta
+        n0 = int(self.old2new[b.order[jp]])
+        for r, h in heap:           # a dirty task due first: stop_after would say stop == jp
+            if not clean[h] and (r < theta or (r == theta and h < n0)):
+                return None
+        for q in range(len(free)):
+            if max(free[q], theta) != max(b.free_at(q, jp), theta_old) + delta:
+                return None
+        hmin = heap[0][0]           # base step jp's task is clean and ready: hmin == theta
+        if hmin != theta:
+            return None
+        # Done tasks still running past theta (either run): their ends must match.
+        while running and running[0][0] <= hmin:
+            heapq.heappop(running)
+        end_old = b.timeline.end_ps
+        for e, dn in running:
+            if e > theta:
+                do = int(self.new2old[dn]) if clean[dn] else self.pairs_n2o.get(dn)
+                if self.feeds_clean(dn) and (do is None or
+                                              max(int(end_old[do]), theta_old) + delta != e):
+                    return None
+        for do in b.order[:jp][b.end_seq[:jp] > theta_old].tolist():
+            dn = int(self.old2new[do]) if self.clean_old[do] else self.pairs_o2n.get(do)
+            if dn is not None and self.feeds_clean(dn) and \
+                    max(end_of(dn), theta) != int(end_old[do]) + delta:
+                return None
+        stop = self.stop_after(jp, delta)
+        return (jp, delta, stop) if stop - jp >= self.min_span else None
+
+    def feeds_clean(self, t: int) -> bool:
+        """Whether task ``t`` (new graph) has a clean successor not yet done."""
+        sp, si = self.g.succ
+        return any(self.clean[v] and self.end_of(v) < 0 for v in si[sp[t]:sp[t + 1]].tolist())
+
+    def stop_after(self, jp: int, delta: int) -> int:
+        """The first base step at or after ``jp`` that cannot be mirrored (see module doc)."""
+        b, end_of, clean, posold = self.base, self.end_of, self.clean, self.posold
+        i = int(np.searchsorted(self.dirty_steps, jp))
+        best = int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(b.order)
+        pp, pi = self.g.pred
+        end_old = b.timeline.end_ps
+        self.dirty_todo = [x for x in self.dirty_todo if end_of(x) < 0]
+        for x in self.dirty_todo:
+            rdy, rstep, ok = 0, jp, True
+            for p in pi[pp[x]:pp[x + 1]].tolist():
+                e = end_of(p)
+                if e >= 0:
+                    rdy = max(rdy, e)
+                elif clean[p] and posold[p] < best:
+                    rstep = max(rstep, int(posold[p]) + 1)
+                    rdy = max(rdy, int(end_old[self.new2old[p]]) + delta)
+                else:            # waits for a dirty task, or for a step past ``best``
+                    ok = False
+                    break
+            if not ok or rstep >= best:
+                continue
+            # x goes before the first base step with a larger (ready, index) key; passing
+            # the equal-ready steps that go first only lengthens the span (stopping
+            # earlier is always safe).
+            p0 = rstep + int(np.searchsorted(b.ready_seq[rstep:best], rdy - delta))
+            while p0 < best and int(b.ready_seq[p0]) + delta == rdy and \
+                    self.old2new[b.order[p0]] < x:
+                p0 += 1
+            best = p0
+        return best
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``concatenate([arange(s, s + c) for s, c in zip(starts, counts)])``, vectorized."""
+    total = int(counts.sum())
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(total)

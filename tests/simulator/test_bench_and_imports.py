@@ -1,0 +1,53 @@
+"""The benchmark runs and verifies what it times; the package stays numpy-only."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from tensoropt.simulator import bench
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tensoropt" / "simulator"
+
+
+def test_bench_verifies_every_plan_and_reports_its_figures(capsys):
+    assert bench.main(["--ops", "40", "--plans", "4", "--changes", "2"]) == 0
+    out = capsys.readouterr().out
+    for line in ("tasks per plan", "full  per plan", "delta per plan", "speed-up",
+                 "PASS  delta == full on 4/4 plans"):
+        assert line in out
+    r = bench.run(n_ops=40, plans=3)
+    assert r["verified"] == 3 and r["tasks_per_plan"] > 400
+    assert 0 < r["loop_fraction"] < 0.5
+    assert r["loop_fraction"] + r["mirrored_fraction"] == pytest.approx(1)
+
+
+def test_bad_bench_arguments_are_refused():
+    with pytest.raises(SystemExit):
+        bench.main(["--ops", "1"])
+
+
+def test_the_package_imports_only_numpy_the_standard_library_and_itself():
+    allowed_prefix = ("tensoropt.simulator",)
+    for path in PACKAGE.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                assert name.startswith(allowed_prefix) or top == "numpy" or \
+                    top in sys.stdlib_module_names, f"{path.name} imports {name}"
+
+
+def test_importing_the_simulator_loads_no_tensorflow_or_horovod():
+    code = ("import sys, tensoropt.simulator; "
+            "print([m for m in ('tensorflow', 'horovod') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parents[1]).stdout
+    assert out.strip() == "[]"
