@@ -50,9 +50,13 @@ def step_from_dict(cls, data: dict, kinds: tuple[str, ...]):
         raise ValueError(f"step {kind} from {src}: {e}") from None
     for name, value in (("dst", dst), ("axis", axis), ("src_dim", src_dim), ("dst_dim", dst_dim)):
         if getattr(step, name) != value:
-            raise ValueError(f"step {kind} from {src}: field {name!r} is {value!r}, but that step "
-                             f"gives {getattr(step, name)!r}")
+            raise ValueError(f"step {kind} from {src}: field {name!r} is {_show(value)}, but that step "
+                             f"gives {_show(getattr(step, name))}")
     return step
+
+
+def _show(value) -> str:
+    return f"'{value}'" if isinstance(value, Layout) else repr(value)
 
 
 def _layout_field(data: dict, name: str) -> Layout:

@@ -66,7 +66,7 @@ class FrozenMap(Mapping):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(tuple(self._items.items()))
+            self._hash = hash(frozenset(self._items.items()))
         return self._hash
 
     def __eq__(self, other) -> bool:
@@ -91,9 +91,9 @@ class OpConfig:
 
     Attributes:
         mesh: the device mesh, e.g. ``(2, 4)``; ``()`` or ``(1,)`` on one device.
-        dim_axes: iteration dim -> mesh axis that splits it. A mesh axis split over a
-            reduction dim leaves a partial sum; an axis that splits nothing means the op is
-            computed redundantly along it.
+        dim_axes: iteration dim -> mesh axis that splits it, in mesh-axis order. A mesh
+            axis split over a reduction dim leaves a partial sum; an axis that splits
+            nothing means the op is computed redundantly along it.
 
     Raises:
         ValueError: for a mesh size that is not a positive int, an axis outside the mesh,
@@ -117,7 +117,7 @@ class OpConfig:
             raise ValueError(f"field 'dim_axes': {dict(dim_axes)} splits a dim twice or uses a "
                              "mesh axis twice; each axis splits at most one dim")
         object.__setattr__(self, "mesh", mesh)
-        object.__setattr__(self, "dim_axes", dim_axes)
+        object.__setattr__(self, "dim_axes", tuple(sorted(dim_axes, key=lambda p: p[1])))  # by mesh axis
 
     @property
     def devices(self) -> int:
