@@ -156,3 +156,31 @@ def test_a_frontier_table_builds_only_the_chosen_plan():
     assert {0, 7, len(plans) - 1} <= set(rows) and len(rows) <= 4 + 2  # + turning point, chosen
     with pytest.raises(ValueError, match="not taken from this frontier"):
         plans.index(copy.copy(plans[8]))        # equal, but not this frontier's
+
+
+def test_a_search_summary_travels_as_bytes_and_rebuilds_the_same_plans():
+    from tensoropt.strategy import choose_plan, search_summary
+    from tensoropt.summary import SearchSummary
+
+    models.build("cnn", size="tiny")
+    graph = to.get_default_graph()
+    sent = choose_plan(graph, "paper-v100x16", "mini_time", parallelism=4)
+    data = sent.to_bytes()
+    got = SearchSummary.from_bytes(data)
+    assert len(got.frontier) == len(sent.frontier) > 3
+    assert got.frontier.points == sent.frontier.points and got.frontier.estimates == sent.frontier.estimates
+    assert list(got.frontier) == list(sent.frontier)          # every plan, edges and steps included
+    assert got.data_parallel == sent.data_parallel and got.chosen == sent.chosen
+    k = sent.frontier.index(sent.chosen)
+    assert got.chosen is got.frontier[k]
+    json_bytes = sum(len(p.to_json()) for p in sent.frontier)
+    assert len(data) * 20 < json_bytes, (len(data), json_bytes)   # choice arrays, not plan JSONs
+    rows = search_summary(graph, "paper-v100x16", "profiling", parallelisms=[1, 2])
+    again = SearchSummary.from_bytes(rows.to_bytes())
+    assert [r.parallelism for r in again.profile] == [1, 2] and again.chosen is None
+    for a, b in zip(again.profile, rows.profile):
+        assert (a.plan, a.data_parallel, a.search_s, a.approximation) == (b.plan, b.data_parallel, b.search_s,
+                                                                         b.approximation)
+        assert list(a.frontier) == list(b.frontier)
+    with pytest.raises(ValueError, match="covered 2 device counts"):
+        again.frontier
