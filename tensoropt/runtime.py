@@ -211,12 +211,23 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
         except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
             if _runtime.comm is None or w.size == 1:
                 raise
-            outcome = ("error", e)
+            outcome = ("error", _sendable(e))
     if _runtime.comm is not None and w.size > 1:
         outcome = _runtime.comm.bcast(outcome, root=0)
     if outcome[0] == "error":
         raise outcome[1]
     return SearchSummary.from_bytes(outcome[1])
+
+
+def _sendable(error: Exception) -> Exception:
+    """``error`` if it pickles (to raise it on every rank), else a RuntimeError saying it."""
+    import pickle  # noqa: PLC0415
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - any failure to pickle
+        return RuntimeError(f"find_strategy failed on rank 0: {type(error).__name__}: {error}")
 
 
 def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
@@ -261,22 +272,24 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size
-    if plan.parallelism != size:
-        raise ValueError(
-            f"build_execution_graph: the plan is for {plan.parallelism} device(s) but this job has "
-            f"{size} MPI rank(s); run: {mpirun_command(plan.parallelism)}")
     from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule  # noqa: PLC0415
 
+    problem = schedule = None
     try:
+        if plan.parallelism != size:
+            raise ValueError(f"the plan is for {plan.parallelism} device(s) but this job has {size} MPI "
+                             f"rank(s); run: {mpirun_command(plan.parallelism)}")
         check_plan_for_graph(graph, plan)
         schedule = collective_schedule(graph, plan) if size > 1 else None
     except ValueError as e:
-        raise ValueError(f"build_execution_graph: {e}") from None
-    if size > 1:
+        problem = f"build_execution_graph: {e}"
+    if size > 1:   # every rank raises alike: a rank that raised alone would leave the others waiting
         from tensoropt.execution.guards import check_agreement, check_cache_capacity  # noqa: PLC0415
 
-        check_agreement(_runtime.comm, graph, plan, schedule)
+        check_agreement(_runtime.comm, graph, plan, schedule, problem)
         check_cache_capacity(len(schedule))
+    elif problem:
+        raise ValueError(problem)
     tf = import_tensorflow()
     if _runtime.session is not None:
         _runtime.session.close()

@@ -146,10 +146,10 @@ def _row(result: SearchResult, limit: float, cluster) -> ProfileRow:
     approximation), the fastest plan within ``limit`` and the data-parallel plan."""
     where = f"estimated for cluster {cluster.name}"
     approximation = approximation_line(result.stats["frontier"])
-    result.plans.notes = f"{where}; {approximation}"   # before any of its plans is built
+    frontier = result.plans.labelled(f"{where}; {approximation}")
     data_parallel = dataclasses.replace(result.data_parallel_plan(), notes=where)
-    return ProfileRow(result.plans.parallelism, fastest_fitting(result.plans, limit), result.plans,
-                      data_parallel, result.stats["build_s"] + result.stats["track_s"], approximation)
+    return ProfileRow(frontier.parallelism, fastest_fitting(frontier, limit), frontier, data_parallel,
+                      result.stats["build_s"] + result.stats["track_s"], approximation)
 
 
 def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str,

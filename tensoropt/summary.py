@@ -80,6 +80,12 @@ class FrontierPlans(Sequence):
         self._estimates: list[PlanEstimate] | None = None
         self._built: dict[int, Plan] = {}
 
+    def labelled(self, notes: str) -> "FrontierPlans":
+        """The same frontier whose plans carry ``notes`` (none of this one's built plans
+        is reused or changed)."""
+        return FrontierPlans(self.points, self._compute, self._structure, self.parallelism, self.option,
+                             notes, self._table)
+
     @property
     def compute_s(self) -> np.ndarray:
         if callable(self._compute):

@@ -103,17 +103,28 @@ def _digest(lines: Sequence[str] | str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def check_agreement(comm, graph, plan, schedule) -> None:
+def check_agreement(comm, graph, plan, schedule, problem: str | None = None) -> None:
     """Checks that every rank holds the same plan and collective schedule (one allgather
     of two hashes; the plans themselves are gathered only when they differ).
 
+    Args:
+        schedule: this rank's ``collective_schedule``, or None if ``problem``.
+        problem: why this rank cannot build the plan (a ``ValueError``'s text), or None.
+
     Raises:
+        ValueError: on every rank, when a rank has a problem: the first one's text and
+            the ranks that have it.
         PlanMismatchError: on every rank, naming the first differing op or edge, the
             first differing collective, and the ranks on each side.
     """
-    lines = _schedule_lines(schedule)
-    mine = (_digest(plan.canonical_json()), _digest(lines))
-    if len(set(comm.allgather(mine))) == 1:
+    lines = _schedule_lines(schedule or ())
+    mine = (_digest(plan.canonical_json()), _digest(lines), problem)
+    everyone = comm.allgather(mine)
+    problems = [(rank, p) for rank, (_, _, p) in enumerate(everyone) if p]
+    if problems:
+        ranks = ", ".join(str(rank) for rank, p in problems if p == problems[0][1])
+        raise ValueError(f"{problems[0][1]} (on rank(s) {ranks} of {len(everyone)})")
+    if len(set(everyone)) == 1:
         return
     ops = [(op.name, str(plan.ops[op.name])) for op in graph.operations]
     edges = [(e.name, _digest(json.dumps(e.to_dict(), sort_keys=True))) for e in plan.edges]
