@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="paper_vgg16")
     parser.add_argument("--size", default="paper")
     parser.add_argument("--devices", type=int, default=8)
-    parser.add_argument("--epsilon", type=float, default=0.05)
+    parser.add_argument("--epsilon", type=float, default=0.05, help="0 for the exact frontier")
     args = parser.parse_args(argv)
     to.reset_default_graph()
     models.build(args.model, size=args.size)
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     cluster = get_cluster("paper-v100x16", devices=args.devices)
     start = time.perf_counter()
     summary = choose_plan(graph, cluster, "mini_time", parallelism=args.devices,
-                          search=SearchOptions(epsilon=args.epsilon))
+                          search=SearchOptions(epsilon=args.epsilon or None))
     searched = time.perf_counter()
     data = summary.to_bytes()
     encoded = time.perf_counter()
