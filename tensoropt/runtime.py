@@ -110,6 +110,8 @@ def _finish() -> None:
     """Every job ends with a barrier, so no rank's exit breaks another's collectives."""
     if _runtime.comm is not None:
         _runtime.comm.Barrier()
+    if _runtime.watch is not None:
+        _runtime.watch.close()
 
 
 def world() -> World:

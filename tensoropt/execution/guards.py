@@ -215,6 +215,14 @@ class StepWatch:
             source = status.Get_source()
             self.latest[source] = max(self.latest[source], self.comm.recv(source=source, tag=_STEP_TAG))
 
+    def close(self) -> None:
+        """Completes this rank's announcements and reads the others' (at the job's end)."""
+        from mpi4py import MPI  # noqa: PLC0415 - only under mpirun
+
+        MPI.Request.Waitall(self._sent)
+        self._sent = []
+        self._read()
+
     def missing_ranks(self) -> list[int]:
         """The ranks that have not started this rank's current step."""
         self._read()

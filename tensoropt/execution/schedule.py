@@ -133,7 +133,7 @@ def edges_by_input(plan) -> dict:
     return {(e.consumer, e.input): e for e in plan.edges}
 
 
-def collective_schedule(graph, plan) -> list:
+def collective_schedule(graph, plan) -> list[CollectiveCall]:
     """The collectives ``plan`` issues in one training step of ``graph``, in issue order.
 
     Raises:
