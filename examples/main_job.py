@@ -40,11 +40,13 @@ def main() -> None:
 
     to.reset_default_graph()
     spec = models.build(args.model, size="tiny")
-    plan = to.find_strategy(option="mini_time")
+    # the whole search result, the same on every rank: any of its plans may be built
+    result = to.search_strategy(option="mini_time")
+    plan = result.chosen
     if world.rank == 0:
-        print(plans_table(plan.frontier, plan.data_parallel, chosen=plan, max_rows=12,
+        print(plans_table(result.frontier, result.data_parallel, chosen=plan, max_rows=12,
                           title=f"\nfrontier of tiny {args.model} on {world.size} rank(s): "
-                                f"{len(plan.frontier)} plans, {plan.notes}"))
+                                f"{len(result.frontier)} plans, {plan.notes}"))
         print(f"\nchosen (mini_time): {plan}")
     to.build_execution_graph(engine="tensorflow", plan=plan)
     # Every rank makes the same batch and feeds it whole; TensorOpt gives each rank its slice.

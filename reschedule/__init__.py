@@ -12,7 +12,7 @@ Numpy only; knows nothing of TensorFlow. Usage::
     reuse_options(src, dst, (4, 8, 4))                        # keep_both / keep_producer / keep_consumer
 
 Modules: ``_layout`` (Layout), ``_steps`` (Step, transition table, alltoallv exchange),
-``_cost`` (alpha-beta cost), ``_planner`` (Dijkstra, Conversion, backward),
+``_step_data`` (steps as JSON data), ``_cost`` (alpha-beta cost), ``_planner`` (Dijkstra, Conversion, backward),
 ``_numpy_exec`` (run_numpy), ``_reuse`` (reuse_options).
 """
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ._layout import Layout, mesh_coords
+from ._step_data import step_from_dict
 
 __all__ = ["STEP_KINDS", "Step", "Piece", "Exchange"]
 
@@ -201,6 +202,28 @@ class Step:
 
     def __post_init__(self) -> None:
         assert self.kind in STEP_KINDS, self.kind
+
+    # ------------------------------------------------------------------ plain data
+    def to_dict(self) -> dict:
+        """The step as plain JSON data: its kind, layouts as text, axis and dims.
+
+        ``Step.from_dict(step.to_dict()) == step``.
+        """
+        return {"kind": self.kind, "src": str(self.src), "dst": str(self.dst), "axis": self.axis,
+                "src_dim": self.src_dim, "dst_dim": self.dst_dim}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Step":
+        """Rebuilds a step from :meth:`to_dict`'s data, through the ``make_*`` constructor of
+        its kind, which checks that the step applies to its input layout.
+
+        Raises:
+            ValueError: naming the field that is missing or wrong: an unknown kind, a layout
+                that does not parse, an axis or dim the kind does not allow, or a ``dst``,
+                ``axis``, ``src_dim`` or ``dst_dim`` other than what the step from ``src``
+                gives.
+        """
+        return step_from_dict(cls, data, STEP_KINDS)
 
     # ------------------------------------------------------------------ groups
     @property

@@ -16,6 +16,9 @@ adding three calls::
     plan = to.find_strategy(option="mini_time")
     to.build_execution_graph(engine="tensorflow", plan=plan)
     to.run(train_op, feed_dict={x: xs, y: ys})
+
+``to.search_strategy`` gives the whole search result (the frontier and the data-parallel
+plan beside the chosen plan), the same on every rank.
 """
 
 from tensoropt import contrib, nn, ops, train
@@ -34,7 +37,8 @@ from tensoropt.ops.math_ops import (add, divide, exp, identity, log, matmul, max
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
-from tensoropt.runtime import World, build_execution_graph, find_strategy, init, run, set_random_seed
+from tensoropt.runtime import (World, build_execution_graph, find_strategy, init, run, search_strategy,
+                               set_random_seed)
 
 __version__ = "0.1.0"
 
@@ -42,7 +46,7 @@ __all__ = [
     # modules
     "nn", "train", "contrib", "ops",
     # runtime
-    "init", "find_strategy", "build_execution_graph", "run", "set_random_seed", "World",
+    "init", "find_strategy", "search_strategy", "build_execution_graph", "run", "set_random_seed", "World",
     "Plan", "OpConfig",
     # graph
     "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",

@@ -18,21 +18,33 @@ Usage::
 Placeholders are loaded data-parallel (the paper's data loading): their only
 configuration splits the batch dim over all devices, or replicates when it does not
 divide.
+
+This module also holds the rules that the cost model, the collective schedule and the
+execution builder share, written once: which tensors get gradients
+(``gradient_tensors``), an op's own collectives under a configuration
+(``op_collectives``: partial outputs, partial input gradients, an LSTM's hidden-state
+gathers), and the bytes an op keeps for backward (``saved_bytes``)::
+
+    grads = gradient_tensors(graph)
+    op_collectives(op, c, gradient_inputs(op, grads))    # (OpCollective, ...) in issue order
+    saved_bytes(op, c)                                    # per device; saved_bytes(op) whole
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from reschedule import Layout
 
 from tensoropt import process_sets
 
 __all__ = ["Config", "device_meshes", "enumerate_configs", "input_layout", "output_layout",
-           "tensor_layout", "local_dim_sizes"]
+           "tensor_layout", "local_dim_sizes", "config_of", "op_config", "gradient_tensors",
+           "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes"]
 
 
 @dataclass(frozen=True)
@@ -141,3 +153,145 @@ def output_layout(op, config: Config, index: int) -> Layout:
     replicated (not partial) along them.
     """
     return tensor_layout(op.space.outputs[index], config)
+
+
+def op_config(config: Config):
+    """The Plan form (``tensoropt.plan.OpConfig``) of a configuration."""
+    from tensoropt.plan import OpConfig
+
+    return OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims) if d is not None))
+
+
+def config_of(plan, op) -> Config:
+    """The Config ``plan`` gives ``op``.
+
+    Raises:
+        ValueError: the plan has no configuration for the op.
+    """
+    try:
+        c = plan.ops[op.name]
+    except KeyError:
+        raise ValueError(f"the plan has no configuration for op {op.name!r}; it was searched for "
+                         "another graph") from None
+    mesh = tuple(c.mesh) or (1,)
+    axis_dims: list = [None] * len(mesh)
+    for dim, axis in c.dim_axes:
+        axis_dims[axis] = dim
+    return Config(mesh, tuple(axis_dims))
+
+
+# -- the rules shared by costs, the collective schedule and execution ----------------------
+def gradient_tensors(graph) -> frozenset:
+    """The tensors whose gradient a training step computes: floating tensors on a path
+    from a variable it trains to its loss (what ``tf.gradients(loss, var_list)`` reaches)."""
+    out: set = set()
+    for step in graph.train_steps:
+        reached = {v for v in step.var_list if v.dtype.is_floating}
+        for op in graph.operations:
+            if any(t in reached for t in op.inputs):
+                reached.update(t for t in op.outputs if t.dtype.is_floating)
+        needed = {step.loss}
+        for op in reversed(graph.operations):
+            if any(t in needed for t in op.outputs):
+                needed.update(op.inputs)
+        out |= reached & needed
+    return frozenset(out)
+
+
+def gradient_inputs(op, grads) -> tuple[bool, ...]:
+    """Per input of ``op``, whether a gradient flows back into it through ``op``: the input
+    and one of the op's outputs are in ``grads`` (``gradient_tensors``)."""
+    differentiated = any(t in grads for t in op.outputs)
+    return tuple(differentiated and t in grads for t in op.inputs)
+
+
+@dataclass(frozen=True)
+class OpCollective:
+    """One collective an op issues itself under a configuration.
+
+    Attributes:
+        kind: "allreduce" or "allgather".
+        where: what it is, relative to the op: ``out{j}/axis{a}`` (a partial output),
+            ``in{i}/grad/axis{a}`` (a partial input gradient), ``hidden/{t}`` (an LSTM's
+            gather of h before step t) and ``hidden/{t}/grad`` (its gradient's all-reduce);
+            with a ``tag`` the hidden ones read ``hidden/{t}{tag}``.
+        phase: "forward" or "backward".
+        mesh_axis: the mesh axis whose groups run it.
+        nbytes: bytes per rank, as ``tensoropt.collectives`` counts them (allreduce: the
+            buffer reduced; allgather: the gathered buffer).
+        input: the input a partial input gradient belongs to, else None.
+        output: the output a partial output belongs to, else None.
+    """
+
+    kind: str
+    where: str
+    phase: str
+    mesh_axis: int
+    nbytes: int
+    input: int | None = None
+    output: int | None = None
+
+    @property
+    def inside(self) -> bool:
+        """Issued inside the op's own computation (an LSTM's gathers and their gradients),
+        so re-running the op re-issues it; partial outputs and input gradients are not."""
+        return self.input is None and self.output is None
+
+
+def op_collectives(op, config: Config, grad_inputs: Sequence[bool], tag: str = "") -> tuple[OpCollective, ...]:
+    """An op's own collectives under ``config``, in the order the op issues them.
+
+    - forward: an LSTM whose hidden dim is split gathers h before every step after the
+      first (t = 1 .. T-1); then every output is all-reduced along every mesh axis that
+      splits a reduction dim (reductions in name order);
+    - backward, when a gradient flows (``grad_inputs``, from ``gradient_inputs``): the
+      LSTM's gathers' gradients are all-reduced (t = T-1 .. 1); then, input by input, the
+      gradient is all-reduced along every mesh axis that splits a dim the input does not
+      carry (its gradient is partial there), in axis order.
+    """
+    space, out = op.space, []
+    dim_axes = config.dim_axes()
+    hidden = op.kind == "lstm" and "h" in dim_axes
+    if hidden:
+        axis = dim_axes["h"]
+        gathered = local_dim_sizes(space, config)["b"] * space.dims["h"] * op.outputs[0].dtype.itemsize
+        steps = range(1, space.dims["t"])
+        out += [OpCollective("allgather", f"hidden/{t}{tag}", "forward", axis, gathered) for t in steps]
+    for j, t in enumerate(op.outputs):
+        nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
+        out += [OpCollective("allreduce", f"out{j}/axis{dim_axes[d]}", "forward", dim_axes[d], nbytes,
+                             output=j) for d in sorted(space.reductions) if d in dim_axes]
+    if hidden and any(grad_inputs):
+        out += [OpCollective("allreduce", f"hidden/{t}{tag}/grad", "backward", axis, gathered)
+                for t in reversed(steps)]
+    for i, t in enumerate(op.inputs):
+        if not grad_inputs[i]:
+            continue
+        carried = set(space.inputs[i])
+        nbytes = input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize)
+        out += [OpCollective("allreduce", f"in{i}/grad/axis{a}", "backward", a, nbytes, i)
+                for a, d in enumerate(config.axis_dims) if d is not None and d not in carried]
+    return tuple(out)
+
+
+def saved_bytes(op, config: Config | None = None, count_parameters: bool = True) -> int:
+    """Bytes ``op``'s backward keeps, per device under ``config`` (None: the whole tensors,
+    on one device): its saved inputs and outputs, and its saved internal tensors (e.g. an
+    LSTM's gates) in the item size of its first output.
+
+    Args:
+        count_parameters: whether saved inputs that are variables count; a whole-graph
+            total leaves them out, since the parameter itself is what is kept.
+    """
+    space = op.space
+    local = local_dim_sizes(space, config) if config is not None else space.dims
+
+    def held(t, layout) -> int:
+        return t.nbytes if config is None else layout.local_bytes(t.shape, t.dtype.itemsize)
+
+    total = sum(held(op.inputs[i], config and input_layout(op, config, i)) for i in space.saved_inputs
+                if count_parameters or op.inputs[i].op.kind != "variable")
+    total += sum(held(op.outputs[i], config and output_layout(op, config, i)) for i in space.saved_outputs)
+    itemsize = op.outputs[0].dtype.itemsize if op.outputs else 4
+    total += sum(math.prod(local[d] for d in dims) * itemsize for dims in space.saved_internal)
+    return int(total)

@@ -28,7 +28,8 @@ from typing import Protocol
 from reschedule import Layout, Step, conversion_time, plan_conversion, reuse_options
 from reschedule._steps import alltoallv_recv_elements
 
-from tensoropt.configs import Config, input_layout, local_dim_sizes, output_layout
+from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
+                               saved_bytes)
 from tensoropt.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad"]
@@ -111,15 +112,9 @@ class StepCostFn:
         return id(self.collectives)
 
 
-def requires_grad(graph) -> set:
-    """Tensors whose value depends on a trainable variable (their gradients flow)."""
-    out = set()
-    for op in graph.operations:
-        if op.kind == "variable" and op.attrs["trainable"]:
-            out.add(op.outputs[0])
-        elif any(t in out for t in op.inputs):
-            out.update(t for t in op.outputs if t.dtype.is_floating)
-    return out
+def requires_grad(graph) -> frozenset:
+    """The tensors whose gradient training computes (``configs.gradient_tensors``)."""
+    return gradient_tensors(graph)
 
 
 def _axis_stride(mesh: tuple[int, ...], axis: int) -> int:
@@ -156,53 +151,18 @@ class CostModel:
         return self.collectives.time_s("allreduce", nbytes, mesh[axis], _axis_stride(mesh, axis))
 
     def op_cost(self, op, config: Config) -> OpCost:
-        space = op.space
-        local = local_dim_sizes(space, config)
-        dim_axes = config.dim_axes()
         if op.kind == "variable":
             nbytes = output_layout(op, config, 0).local_bytes(op.outputs[0].shape, op.outputs[0].dtype.itemsize)
             trained = op.outputs[0] in self.trained
             return OpCost(param_bytes=nbytes * ((2 + self.slots) if trained else 1),
                           saved_bytes=0.0, compute_s=0.0, sync_s=0.0)
-        saved = 0.0
-        for i in space.saved_inputs:
-            t = op.inputs[i]
-            saved += input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize)
-        for i in space.saved_outputs:
-            t = op.outputs[i]
-            saved += output_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize)
-        for dims in space.saved_internal:
-            n = 1
-            for d in dims:
-                n *= local[d]
-            saved += n * 4
         compute = self.compute.compute_s(op, config)
-        sync = 0.0
-        # forward: partial sums over axes that split a reduction dim
-        for j, t in enumerate(op.outputs):
-            nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
-            for d in space.reductions:
-                if d in dim_axes:
-                    sync += self.allreduce_s(nbytes, config.mesh, dim_axes[d])
-        # a fused LSTM with its hidden units split gathers h each step after the first,
-        # and all-reduces that gather's (partial) gradient in backward
-        if op.kind == "lstm" and "h" in dim_axes:
-            axis = dim_axes["h"]
-            gathered = local["b"] * space.dims["h"] * op.outputs[0].dtype.itemsize
-            per_step = (self.collectives.time_s("allgather", gathered, config.mesh[axis],
-                                                _axis_stride(config.mesh, axis))
-                        + self.allreduce_s(gathered, config.mesh, axis))
-            sync += (space.dims["t"] - 1) * per_step
-        # backward: input gradients are partial over axes splitting a dim the input lacks
-        for i, t in enumerate(op.inputs):
-            if t not in self.grad:
-                continue
-            carried = set(space.inputs[i])
-            nbytes = input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize)
-            for a, d in enumerate(config.axis_dims):
-                if d is not None and d not in carried:
-                    sync += self.allreduce_s(nbytes, config.mesh, a)
-        return OpCost(param_bytes=0.0, saved_bytes=saved, compute_s=compute, sync_s=sync)
+        # the op's own collectives, by the rule the schedule and the builder also follow
+        sync = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
+                                           _axis_stride(config.mesh, c.mesh_axis))
+                   for c in op_collectives(op, config, gradient_inputs(op, self.grad))) + 0.0
+        return OpCost(param_bytes=0.0, saved_bytes=float(saved_bytes(op, config)), compute_s=compute,
+                      sync_s=sync)
 
     # -- edges -----------------------------------------------------------------------------
     def conversion(self, src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int):
@@ -210,7 +170,8 @@ class CostModel:
         return plan_conversion(src, dst, shape, itemsize, self.step_cost)
 
     def edge_alternatives(self, tensor, src: Layout, dst: Layout, producer_keeps: bool,
-                          consumer_keeps: bool, producer_pinned: bool = False) -> list[EdgeAlternative]:
+                          consumer_keeps: bool, producer_pinned: bool = False,
+                          grad: bool | None = None) -> list[EdgeAlternative]:
         """The (memory, time) choices for carrying ``tensor`` from ``src`` to ``dst``.
 
         Args:
@@ -219,9 +180,11 @@ class CostModel:
             producer_pinned: the producer's copy cannot be dropped (a parameter, or an op
                 whose backward cannot be computed from a rebuilt output): only
                 "keep_both" and "keep_producer" apply.
+            grad: whether a gradient flows back over the edge (``configs.gradient_inputs``
+                of the consumer); None: whether ``tensor`` has a gradient at all.
         """
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
-        grad = tensor in self.grad
+        grad = tensor in self.grad if grad is None else grad
         time = conversion_time(src, dst, shape, itemsize, self.step_cost)
         if grad:
             time += conversion_time(dst.grad(), src.grad(), shape, itemsize, self.step_cost)

@@ -46,9 +46,10 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
 
     Args:
         sharding: None for one device, or an object (``tensoropt.execution.PlanSharding``)
-            with ``begin(tf)``, called inside the new graph first, and
+            with ``begin(tf)``, called inside the new graph first;
             ``lower(op, inputs)``, which builds this process's shard of ``op`` from the
-            producers' local outputs.
+            producers' local outputs; ``begin_gradients()``, called before the training
+            steps (and their gradients) are built; and ``finish()``, called last.
         wrap_optimizer: optional function applied to each TensorFlow optimizer (e.g.
             ``hvd.DistributedOptimizer`` for a plain data-parallel baseline).
     """
@@ -70,8 +71,12 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
                 lowered.tensors[t] = out
             if op.kind == "variable":
                 lowered.variables[op.outputs[0]] = outputs[0]
+        if sharding is not None:
+            sharding.begin_gradients()
         for step in graph.train_steps:
             lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered, wrap_optimizer)
+        if sharding is not None:
+            sharding.finish()
         lowered.init_op = tf.compat.v1.global_variables_initializer()
     return lowered
 

@@ -2,8 +2,12 @@
 
 ``init`` joins the MPI job (one rank per device) and horovod, and gathers every rank's
 host name, from which the cluster's shape (machines x devices per machine) follows.
-``find_strategy`` returns a Plan; ``build_execution_graph`` builds this process's
-TensorFlow graph for it; ``run`` executes fetches, as ``Session.run``.
+``find_strategy`` returns the chosen Plan and ``search_strategy`` the whole search result
+(a ``summary.SearchSummary``: the chosen plan, the frontier, the data-parallel plan);
+under mpirun rank 0 searches and every rank receives the same result.
+``build_execution_graph`` builds this process's TensorFlow graph for a plan, after the
+ranks have checked that they all hold the same plan; ``run`` executes fetches, as
+``Session.run``, and turns a stalled collective into an error that ends the whole job.
 
 Usage::
 
@@ -11,6 +15,9 @@ Usage::
     plan = to.find_strategy(option="mini_time")
     to.build_execution_graph(engine="tensorflow", plan=plan)
     loss_value, _ = to.run([loss, train_op], feed_dict={x: xs, y: ys})
+
+    result = to.search_strategy(option="mini_time")   # the same on every rank
+    to.build_execution_graph(plan=result.frontier[0])  # e.g. the least-memory plan
 """
 
 from __future__ import annotations
@@ -30,8 +37,8 @@ from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
 
-__all__ = ["World", "init", "world", "find_strategy", "build_execution_graph", "run",
-           "set_random_seed", "OPTIONS", "mpirun_command"]
+__all__ = ["World", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
+           "run", "set_random_seed", "OPTIONS", "mpirun_command"]
 
 OPTIONS = ("mini_time", "mini_parallelism", "profiling")
 
@@ -65,6 +72,7 @@ class _Runtime:
         self.process_sets: dict = {}
         self.comm = None
         self.sharding = None
+        self.watch = None
 
 
 _runtime = _Runtime()
@@ -79,8 +87,12 @@ def init() -> World:
         return _runtime.world
     from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when asked for
 
+    from tensoropt.execution.guards import StepWatch, horovod_settings  # noqa: PLC0415
+
     comm = MPI.COMM_WORLD
     hostnames = tuple(comm.allgather(socket.gethostname()))
+    # read by hvd.init: the stall limit (TENSOROPT_COLLECTIVE_TIMEOUT_S) and the cache size
+    os.environ.update(horovod_settings(os.environ))
     import_tensorflow()
     import horovod.tensorflow as hvd  # noqa: PLC0415
 
@@ -88,6 +100,7 @@ def init() -> World:
 
     _runtime.process_sets = register_process_sets(hvd, comm)
     _runtime.comm = comm.Dup()  # TensorOpt's own messages never mix with the user's
+    _runtime.watch = StepWatch(comm.Dup()) if comm.Get_size() > 1 else None
     _runtime.world = World(rank=comm.Get_rank(), size=comm.Get_size(), hostnames=hostnames)
     atexit.register(_finish)
     return _runtime.world
@@ -97,6 +110,8 @@ def _finish() -> None:
     """Every job ends with a barrier, so no rank's exit breaks another's collectives."""
     if _runtime.comm is not None:
         _runtime.comm.Barrier()
+    if _runtime.watch is not None:
+        _runtime.watch.close()
 
 
 def world() -> World:
@@ -142,19 +157,45 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         threads: Frontier-Tracking threads on rank 0.
 
     Returns:
-        A Plan (with ``plan.frontier`` and ``plan.data_parallel`` attached) for
-        "mini_time" and "mini_parallelism"; for "profiling", a list of
-        ``tensoropt.strategy.ProfileRow``, one per device count. Under mpirun, rank 0
+        The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
+        a list of ``tensoropt.summary.ProfileRow``, one per device count. It is
+        ``search_strategy(...).chosen`` (or ``.profile``): the frontier and the
+        data-parallel plan are in ``search_strategy``'s result. Under mpirun, rank 0
         searches and every rank receives the same result.
 
     Raises:
-        ValueError: for an unknown option or an empty graph.
-        tensoropt.strategy.NoPlanFitsError: when no plan fits; the message gives the least
-            memory any plan needs and the smallest device count that would fit.
+        ValueError: for an unknown option or an empty graph (on every rank).
+        tensoropt.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
+            gives the least memory any plan needs and the smallest device count that
+            would fit.
+    """
+    summary = search_strategy(option, memory_limit, parallelism, parallelisms, cost_model, cluster,
+                              graph, epsilon, max_candidates, threads)
+    return summary.profile if option == "profiling" else summary.chosen
+
+
+def search_strategy(option: str = "mini_time", memory_limit: float | None = None,
+                    parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
+                    cluster=None, graph: Graph | None = None, epsilon: float | None = None,
+                    max_candidates: int | None = None, threads: int = 1):
+    """``find_strategy``'s search, whole: a ``tensoropt.summary.SearchSummary`` with the
+    chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
+    on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
+    row per device count (``.profile``). Arguments as ``find_strategy``.
+
+    Under mpirun, rank 0 searches and broadcasts the result compactly (the frontier's
+    configuration and reuse choices, and the few distinct op configurations and edge
+    plans they use; ``SearchSummary.to_bytes``); every rank, rank 0 included, builds the
+    summary from those bytes, so ``result.frontier[i]`` is the same plan on every rank.
+    An error of the search (e.g. ``NoPlanFitsError``) is raised on every rank.
+
+    Raises:
+        as ``find_strategy``.
     """
     if option not in OPTIONS:
         raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
     from tensoropt.search import SearchOptions  # noqa: PLC0415 - search code loads only when searching
+    from tensoropt.summary import SearchSummary  # noqa: PLC0415
 
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
@@ -164,13 +205,31 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     if not graph.operations:
         raise ValueError("find_strategy: the recorded graph is empty; build the model first")
     w = world()
-    result = None
+    outcome = None
     if w.rank == 0:
-        result = _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster,
-                         search)
+        try:
+            outcome = ("summary", _search(option, graph, memory_limit, parallelism, parallelisms,
+                                          cost_model, cluster, search).to_bytes())
+        except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
+            if _runtime.comm is None or w.size == 1:
+                raise
+            outcome = ("error", _sendable(e))
     if _runtime.comm is not None and w.size > 1:
-        result = _broadcast(result)
-    return result
+        outcome = _runtime.comm.bcast(outcome, root=0)
+    if outcome[0] == "error":
+        raise outcome[1]
+    return SearchSummary.from_bytes(outcome[1])
+
+
+def _sendable(error: Exception) -> Exception:
+    """``error`` if it pickles (to raise it on every rank), else a RuntimeError saying it."""
+    import pickle  # noqa: PLC0415
+
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:  # noqa: BLE001 - any failure to pickle
+        return RuntimeError(f"find_strategy failed on rank 0: {type(error).__name__}: {error}")
 
 
 def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
@@ -179,24 +238,10 @@ def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, 
     from tensoropt.cluster import get_cluster  # noqa: PLC0415
 
     cluster = get_cluster(cluster) if cluster is not None else local_cluster()
-    if option == "profiling":
-        counts = parallelisms or strategy.candidate_parallelisms(parallelism or cluster.devices)
-        return strategy.profile_parallelisms(graph, cluster, counts, memory_limit, cost_model,
-                                             search=search)
     if option == "mini_time":  # at the job's parallelism unless told otherwise
         parallelism = parallelism or world().size
-    return strategy.choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model,
-                                search=search)
-
-
-def _broadcast(result):
-    """Rank 0's search result, on every rank (a plan travels as its JSON)."""
-    comm = _runtime.comm
-    if comm.Get_rank() == 0:  # rank 0 keeps its own result (with the frontier attached)
-        comm.bcast(result.to_json() if isinstance(result, Plan) else result, root=0)
-        return result
-    received = comm.bcast(None, root=0)
-    return Plan.from_json(received, source="plan broadcast from rank 0") if isinstance(received, str) else received
+    return strategy.search_summary(graph, cluster, option, memory_limit, parallelism, parallelisms,
+                                   cost_model, search)
 
 
 def local_cluster():
@@ -212,35 +257,52 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
                           graph: Graph | None = None) -> None:
     """Builds this process's TensorFlow graph for ``plan`` and initializes its variables.
 
+    Under mpirun, the ranks first compare a hash of their plan and of its collective
+    schedule (``execution.schedule``) in one small allgather: ranks holding different
+    plans would otherwise hang in their first step.
+
     Raises:
-        ValueError: for an engine other than "tensorflow", a plan made for another graph,
-            or a plan whose parallelism differs from the number of MPI ranks (the message
-            gives the mpirun command to use).
+        ValueError: for an engine other than "tensorflow", a plan made for another graph
+            (naming the op or edge that differs), or a plan whose parallelism differs from
+            the number of MPI ranks (the message gives the mpirun command to use).
+        tensoropt.execution.guards.PlanMismatchError: (a RuntimeError) on every rank, when
+            the ranks hold different plans; it names the first op and the first
+            collective that differ, and the ranks on each side.
     """
     if engine != "tensorflow":
         raise ValueError(f"build_execution_graph: engine {engine!r} is not supported; use engine='tensorflow'")
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size
-    if plan.parallelism != size:
-        raise ValueError(
-            f"build_execution_graph: the plan is for {plan.parallelism} device(s) but this job has "
-            f"{size} MPI rank(s); run: {mpirun_command(plan.parallelism)}")
-    missing = [op.name for op in graph.operations if op.name not in plan.ops]
-    if missing:
-        raise ValueError(f"build_execution_graph: the plan has no configuration for {len(missing)} "
-                         f"op(s) of this graph (e.g. {missing[:3]}); it was searched for another "
-                         "graph: call find_strategy after building the whole model")
+    from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule  # noqa: PLC0415
+
+    problem = schedule = None
+    try:
+        if plan.parallelism != size:
+            raise ValueError(f"the plan is for {plan.parallelism} device(s) but this job has {size} MPI "
+                             f"rank(s); run: {mpirun_command(plan.parallelism)}")
+        check_plan_for_graph(graph, plan)
+        schedule = collective_schedule(graph, plan) if size > 1 else None
+    except ValueError as e:
+        problem = f"build_execution_graph: {e}"
+    if size > 1:   # every rank raises alike: a rank that raised alone would leave the others waiting
+        from tensoropt.execution.guards import check_agreement, check_cache_capacity  # noqa: PLC0415
+
+        check_agreement(_runtime.comm, graph, plan, schedule, problem)
+        check_cache_capacity(len(schedule))
+    elif problem:
+        raise ValueError(problem)
     tf = import_tensorflow()
     if _runtime.session is not None:
         _runtime.session.close()
+        _runtime.session = _runtime.lowered = _runtime.sharding = None
     sharding = None
     if size > 1:
         import horovod.tensorflow as hvd  # noqa: PLC0415
 
         from tensoropt.execution import PlanSharding  # noqa: PLC0415
 
-        sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets)
+        sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets, schedule)
     lowered = lower_graph(graph, tf, sharding)
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=int(os.environ.get("TENSOROPT_THREADS", 0)),
                                       inter_op_parallelism_threads=1)
@@ -272,10 +334,33 @@ def run(fetches, feed_dict: dict | None = None):
         if not isinstance(key, Tensor) or key not in lowered.tensors:
             raise ValueError(f"run: feed key {key!r} is not a tensor of the recorded graph")
         tf_feed[lowered.tensors[key]] = _local_feed(key, np.asarray(value), sharding)
-    values = _runtime.session.run(tf_fetches, feed_dict=tf_feed)
     if sharding is None:
-        return values
+        return _runtime.session.run(tf_fetches, feed_dict=tf_feed)
+    watch = _runtime.watch
+    watch.start_step()
+    try:
+        values = _runtime.session.run(tf_fetches, feed_dict=tf_feed)
+    except Exception as e:
+        _abort_if_stalled(e, watch)
+        raise
     return _assemble(fetches, values, sharding)
+
+
+def _abort_if_stalled(error: BaseException, watch) -> None:
+    """A step that failed because horovod shut down (a collective waited longer than
+    TENSOROPT_COLLECTIVE_TIMEOUT_S, or another rank failed) ends the whole MPI job with a
+    message naming the collective and the ranks that never started the step: the ranks
+    still waiting, or still running, would otherwise hang."""
+    from tensoropt.execution import guards  # noqa: PLC0415
+
+    if not guards.is_collective_failure(error):
+        return
+    message = guards.stall_message(world().rank, guards.stalled_collective(error), watch.step,
+                                   watch.missing_ranks(), guards.collective_timeout_s())
+    print(message, file=sys.stderr, flush=True)
+    from mpi4py import MPI  # noqa: PLC0415
+
+    MPI.COMM_WORLD.Abort(1)
 
 
 def _local_feed(key: Tensor, value: np.ndarray, sharding) -> np.ndarray:

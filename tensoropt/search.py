@@ -2,9 +2,10 @@
 
 ``search_frontier`` enumerates every op's configurations, prices them with a
 ``CostModel``, builds a ``frontier.CostGraph`` (one node per op, one edge per data edge,
-each edge a small frontier of tensor-reuse choices), runs Frontier-Tracking, and turns
-each frontier point into a ``Plan``. ``data_parallel_plan`` prices the data-parallel
-strategy with the same model.
+each edge a small frontier of tensor-reuse choices; ``tensoropt.search_space``), runs
+Frontier-Tracking, and turns each frontier point into a ``Plan``. ``data_parallel_plan``
+prices the data-parallel strategy with the same model. ``plan_table`` puts the whole
+frontier and the data-parallel plan in one compact ``summary.PlanTable``.
 
 Usage::
 
@@ -13,6 +14,7 @@ Usage::
     result.plans[0]        # least memory; result.plans[-1] fastest (built on first use)
     result.plans.points    # [(memory bytes, seconds)] of every plan, without building it
     result.plans.estimates # ... and network and compute seconds, still without building
+    result.plans.table     # every plan and the data-parallel one, compactly (built now)
     result.stats           # configurations per op, search seconds, FT statistics
 """
 
@@ -20,17 +22,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple, Sequence
+from typing import Callable
 
 import numpy as np
 
 from frontier import CostGraph, check_search_options, track
-from tensoropt.configs import Config, enumerate_configs, input_layout, output_layout
+from tensoropt.configs import Config, config_of
 from tensoropt.costs import CostModel, EdgeAlternative
-from tensoropt.plan import OpConfig, Plan
+from tensoropt.plan import Plan
+from tensoropt.search_space import SearchSpace, build_space
+from tensoropt.summary import FrontierPlans, PlanEstimate, PlanTable
 
-__all__ = ["SearchOptions", "SearchResult", "FrontierPlans", "PlanEstimate", "search_frontier", "data_parallel_configs", "plan_from_configs",
-           "steps_to_json", "sample_plan", "sampling_space"]
+__all__ = ["SearchOptions", "SearchResult", "FrontierPlans", "PlanEstimate", "search_frontier",
+           "data_parallel_configs", "plan_from_configs", "price_plan", "plan_table", "sample_plan",
+           "sampling_space", "cost_graph"]
 
 
 @dataclass(frozen=True)
@@ -62,248 +67,39 @@ class SearchOptions:
 
 
 @dataclass
-class _EdgeTable:
-    """One data edge: which layout each config implies, and the alternatives per pair."""
-
-    producer: object
-    out_index: int
-    consumer: object
-    in_index: int
-    src_ids: np.ndarray              # producer config -> unique src layout id
-    dst_ids: np.ndarray              # consumer config -> unique dst layout id
-    src_layouts: list
-    dst_layouts: list
-    alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
-
-
-class PlanEstimate(NamedTuple):
-    """A frontier plan's estimated costs, read without building the plan."""
-
-    memory_bytes: float
-    time_s: float
-    network_s: float
-    compute_s: float
-
-
-class FrontierPlans(Sequence):
-    """The frontier's plans, memory ascending and time strictly descending.
-
-    A paper-scale frontier can hold 10^5 points, and building a ``Plan`` takes
-    milliseconds, so each plan is built (and checked against its point) on first use;
-    ``points`` gives every plan's (memory bytes, seconds) at once, and ``estimates``
-    adds its network and compute seconds.
-    """
-
-    def __init__(self, points: list[tuple[float, float]], build: Callable[[int], Plan],
-                 compute_s: Callable[[], np.ndarray]) -> None:
-        self.points = points
-        self._build = build
-        self._compute_s = compute_s
-        self._estimates: list[PlanEstimate] | None = None
-        self._built: dict[int, Plan] = {}
-
-    @property
-    def estimates(self) -> list[PlanEstimate]:
-        """Every plan's memory, time, network and compute seconds, as its ``Plan`` would
-        give them, without building the plans."""
-        if self._estimates is None:
-            compute = self._compute_s().tolist()
-            self._estimates = [PlanEstimate(m, t, t - c, c) for (m, t), c in zip(self.points, compute)]
-        return self._estimates
-
-    def index(self, plan, start: int = 0, stop: int | None = None) -> int:
-        """Where ``plan``, taken from this frontier, lies in it (without building the rest).
-
-        Raises:
-            ValueError: ``plan`` was not taken from this frontier.
-        """
-        stop = len(self) if stop is None else stop
-        for i, built in self._built.items():
-            if built is plan and start <= i < stop:
-                return i
-        raise ValueError("the plan was not taken from this frontier")
-
-    def __len__(self) -> int:
-        return len(self.points)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if not -len(self) <= i < len(self):
-            raise IndexError(f"plan {i} out of range; the frontier has {len(self)} plans")
-        i %= len(self)
-        if i not in self._built:
-            self._built[i] = self._build(i)
-        return self._built[i]
-
-    def __reduce__(self):
-        """Pickles as a list of all its plans (built now): rank 0 broadcasts profiling
-        rows, whose plans carry their frontier, to the other ranks."""
-        return (list, (), None, iter(self))
-
-
-@dataclass
 class SearchResult:
     """Attributes:
         plans: the frontier, memory ascending, time strictly descending.
         configs_per_op: op name -> number of configurations.
         stats: seconds per phase and the frontier's own statistics.
+        space: the priced search space.
+        track: Frontier-Tracking's result (its choice arrays).
     """
 
     plans: FrontierPlans
     configs_per_op: dict[str, int]
     stats: dict = field(default_factory=dict)
-    space: "_Space | None" = field(default=None, repr=False)
+    space: SearchSpace | None = field(default=None, repr=False)
+    track: object = field(default=None, repr=False)
+    _data_parallel: Plan | None = field(default=None, repr=False)
 
     def data_parallel_plan(self) -> Plan:
         """The data-parallel strategy, priced by the same cost model."""
-        return plan_from_configs(self.space, data_parallel_configs(self.space), None, "data_parallel")
+        if self._data_parallel is None:
+            self._data_parallel = plan_from_configs(self.space, data_parallel_configs(self.space), None,
+                                                    "data_parallel")
+        return self._data_parallel
 
 
-def _keeps(op, index: int, output: bool) -> bool:
-    space = op.space
-    return index in (space.saved_outputs if output else space.saved_inputs)
+def _alternative(alts: list[EdgeAlternative], j: int | None) -> int:
+    """The alternative a plan takes: ``j`` (indices past the list are ``edge_costs``'
+    padding, copies of alternative 0), or with None the least time, then least memory."""
+    if j is None:
+        return min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
+    return j if j < len(alts) else 0
 
 
-class _Space:
-    """Configurations and tables of one graph on one device count.
-
-    Ops with the same signature (kind, attributes, shapes, which inputs carry gradients,
-    whether a variable is trained) have the same configurations and costs, and edges
-    between ops of the same signatures the same tables: repeated layers are priced once.
-    """
-
-    def __init__(self, graph, model: CostModel):
-        self.graph = graph
-        self.model = model
-        self.ops = list(graph.operations)
-        self.signatures = {op: self._signature(op) for op in self.ops}
-        by_signature: dict = {}
-        self.configs = {op: by_signature.setdefault(self.signatures[op],
-                                                    enumerate_configs(op, model.num_devices))
-                        for op in self.ops}
-        self.edges: list[_EdgeTable] = []
-        self._config_index: dict = {}
-        self._edge_entries: dict = {}
-        self._op_configs: dict = {}
-        self._op_costs: dict = {}
-        self._node_costs: dict = {}
-        self._edge_parts: dict = {}
-        self._edge_grids: dict = {}
-
-    def _signature(self, op) -> tuple:
-        model = self.model
-        return (op.kind, repr(sorted((k, repr(v)) for k, v in op.attrs.items() if k != "initializer")),
-                tuple((tuple(t.shape), t.dtype.name, t in model.grad) for t in op.inputs),
-                tuple(tuple(t.shape) for t in op.outputs),
-                op.kind == "variable" and op.outputs[0] in model.trained)
-
-    def edge_entry(self, e: int, table: _EdgeTable, pair: tuple, j: int) -> dict:
-        """Edge e's entry in a Plan for layout pair ``pair`` and alternative j. Plans of
-        one search share these (a frontier can hold thousands of plans); treat as read-only."""
-        key = (e, *pair, j)
-        entry = self._edge_entries.get(key)
-        if entry is None:
-            alt = table.alternatives[pair][j]
-            convs = self.model.conversions(table.producer.outputs[table.out_index], alt)
-            entry = self._edge_entries[key] = {
-                "producer": table.producer.name, "output": table.out_index,
-                "consumer": table.consumer.name, "input": table.in_index,
-                "src_layout": str(alt.src), "dst_layout": str(alt.dst),
-                "forward": str(convs["forward"]), "reuse": alt.reuse,
-                "forward_steps": steps_to_json(convs["forward"]),
-                "backward_steps": steps_to_json(convs["backward"]),
-                "rebuild_steps": steps_to_json(convs["rebuild"])}
-        return entry
-
-    def op_config(self, config: Config) -> OpConfig:
-        """The Plan form of a configuration, one shared value per configuration."""
-        if config not in self._op_configs:
-            self._op_configs[config] = OpConfig(config.mesh, tuple(
-                (d, a) for a, d in enumerate(config.axis_dims) if d is not None))
-        return self._op_configs[config]
-
-    def config_index(self, op, config) -> int:
-        """The position of ``config`` in ``self.configs[op]``."""
-        key = self.signatures[op]
-        if key not in self._config_index:
-            self._config_index[key] = {c: i for i, c in enumerate(self.configs[op])}
-        return self._config_index[key][config]
-
-    def layout_pair(self, table: _EdgeTable, chosen: dict) -> tuple[int, int]:
-        """The (src, dst) layout ids an edge has when its ops take the ``chosen`` configs."""
-        k = self.config_index(table.producer, chosen[table.producer])
-        p = self.config_index(table.consumer, chosen[table.consumer])
-        return int(table.src_ids[k]), int(table.dst_ids[p])
-
-    def op_cost(self, op, config: Config):
-        """``model.op_cost``, once per (signature, configuration)."""
-        key = (self.signatures[op], config)
-        cost = self._op_costs.get(key)
-        if cost is None:
-            cost = self._op_costs[key] = self.model.op_cost(op, config)
-        return cost
-
-    def node_costs(self, op) -> np.ndarray:
-        key = self.signatures[op]
-        if key not in self._node_costs:
-            costs = [self.op_cost(op, c) for c in self.configs[op]]
-            self._node_costs[key] = np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
-        return self._node_costs[key]
-
-    def edge_table(self, producer, out_index, consumer, in_index) -> _EdgeTable:
-        key = (self.signatures[producer], out_index, self.signatures[consumer], in_index)
-        parts = self._edge_parts.get(key)
-        if parts is None:
-            parts = self._edge_parts[key] = self._edge_parts_of(producer, out_index, consumer, in_index)
-        return _EdgeTable(producer, out_index, consumer, in_index, *parts)
-
-    def _edge_parts_of(self, producer, out_index, consumer, in_index):
-        tensor = producer.outputs[out_index]
-        src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
-        dst_list, dst_ids = _unique([input_layout(consumer, c, in_index) for c in self.configs[consumer]])
-        producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
-        consumer_keeps = _keeps(consumer, in_index, False)
-        alternatives = {}
-        for u, src in enumerate(src_list):
-            for v, dst in enumerate(dst_list):
-                alternatives[(u, v)] = self.model.edge_alternatives(
-                    tensor, src, dst, producer_keeps, consumer_keeps,
-                    producer_pinned=not producer.op_def.grad_from_output_ok)
-        return src_ids, dst_ids, src_list, dst_list, alternatives
-
-    def edge_costs(self, table: _EdgeTable) -> np.ndarray:
-        key = id(table.alternatives)  # shared by every edge of the same signatures
-        if key not in self._edge_grids:
-            grid = self._edge_grid(table)
-            grid.flags.writeable = False   # lets CostGraph share it between those edges
-            self._edge_grids[key] = grid
-        return self._edge_grids[key]
-
-    def _edge_grid(self, table: _EdgeTable) -> np.ndarray:
-        width = max(len(a) for a in table.alternatives.values())
-        grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
-        for (u, v), alts in table.alternatives.items():
-            padded = alts + [alts[0]] * (width - len(alts))  # duplicates are harmless
-            grid[u, v] = [(a.memory_bytes, a.time_s) for a in padded]
-        return grid[table.src_ids[:, None], table.dst_ids[None, :]]
-
-
-def steps_to_json(conversion) -> list[dict] | None:
-    """A conversion's steps as plain data (``reschedule.Step`` fields, layouts as text)."""
-    if conversion is None:
-        return None
-    return [{"kind": s.kind, "src": str(s.src), "dst": str(s.dst), "axis": s.axis,
-             "src_dim": s.src_dim, "dst_dim": s.dst_dim} for s in conversion.steps]
-
-
-def _unique(layouts):
-    index: dict = {}
-    ids = np.array([index.setdefault(lay, len(index)) for lay in layouts], dtype=np.int64)
-    return list(index), ids
-
-
-def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, option: str) -> Plan:
+def plan_from_configs(space: SearchSpace, chosen: dict, alt_choice: dict | None, option: str) -> Plan:
     """Prices one whole strategy (configs per op, reuse choice per edge) as a Plan."""
     model = space.model
     memory = compute = network = 0.0
@@ -319,47 +115,97 @@ def plan_from_configs(space: _Space, chosen: dict, alt_choice: dict | None, opti
     for e, table in enumerate(space.edges):
         pair = space.layout_pair(table, chosen)
         alts: list[EdgeAlternative] = table.alternatives[pair]
-        if alt_choice is None:  # choose the least time, then least memory
-            j = min(range(len(alts)), key=lambda i: (alts[i].time_s, alts[i].memory_bytes))
-        else:  # indices past the list are edge_costs' padding, copies of alternative 0
-            j = alt_choice[e] if alt_choice[e] < len(alts) else 0
+        j = _alternative(alts, None if alt_choice is None else alt_choice[e])
         alt = alts[j]
         memory += alt.memory_bytes
         network += alt.time_s
         edges.append(space.edge_entry(e, table, pair, j))
     return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
-                time_s=compute + network, network_s=network, compute_s=compute, edges=edges)
+                time_s=compute + network, network_s=network, compute_s=compute, edges=tuple(edges))
 
 
-def _build(graph, model: CostModel, progress: Callable | None = None,
-           cost_graph: bool = True) -> tuple[_Space, CostGraph | None]:
-    space = _Space(graph, model)
-    cg = CostGraph() if cost_graph else None
-    node_of = {op: cg.add_node(op.name, space.node_costs(op)) for op in space.ops} if cg else {}
-    total = sum(len(op.inputs) for op in space.ops)
-    done = 0
-    for consumer in space.ops:
-        for in_index, t in enumerate(consumer.inputs):
-            table = space.edge_table(t.op, t.value_index, consumer, in_index)
-            space.edges.append(table)
-            if cg is not None:
-                cg.add_edge(node_of[t.op], node_of[consumer], space.edge_costs(table))
-            done += 1
-            if progress:
-                progress("pricing edges", done, total)
-    return space, cg
+def price_plan(space: SearchSpace, plan: Plan) -> Plan:
+    """``plan`` priced again from its configurations and reuse choices under the space's
+    cost model (to check a plan's estimates, e.g. one read from a file or a table).
+
+    Raises:
+        ValueError: the plan does not fit the space's graph.
+    """
+    chosen = {op: config_of(plan, op) for op in space.ops}
+    if len(plan.edges) != len(space.edges):
+        raise ValueError(f"price_plan: the plan has {len(plan.edges)} edges, the graph {len(space.edges)}")
+    alt_choice = {}
+    for e, (table, edge) in enumerate(zip(space.edges, plan.edges)):
+        alts = table.alternatives[space.layout_pair(table, chosen)]
+        reuses = [a.reuse for a in alts]
+        if edge.reuse not in reuses:
+            raise ValueError(f"price_plan: edge {edge.name} takes reuse {edge.reuse!r}, the space offers {reuses}")
+        alt_choice[e] = reuses.index(edge.reuse)
+    return plan_from_configs(space, chosen, alt_choice, plan.option)
+
+
+def plan_table(result: SearchResult) -> PlanTable:
+    """Every frontier plan of ``result`` (rows ``0 .. len(result.plans)-1``) and its
+    data-parallel plan (the last row), as one compact table."""
+    space, tr = result.space, result.track
+    ops = space.ops
+    dp_configs = data_parallel_configs(space)
+    dp_local = np.array([[space.config_index(op, dp_configs[op]) for op in ops]], dtype=np.int64)
+    dp_alts = []
+    for table in space.edges:
+        dp_alts.append(_alternative(table.alternatives[space.layout_pair(table, dp_configs)], None))
+    local = np.vstack([np.asarray(tr.node_configs, dtype=np.int64).reshape(len(result.plans), len(ops)),
+                       dp_local])
+    alts = np.vstack([np.asarray(tr.edge_alternatives, dtype=np.int64).reshape(len(result.plans), -1),
+                      np.array([dp_alts], dtype=np.int64)])
+    config_ids: dict = {}
+    node_choice = np.empty(local.shape, dtype=np.int64)
+    for k, op in enumerate(ops):
+        used, inverse = np.unique(local[:, k], return_inverse=True)
+        ids = [config_ids.setdefault(space.op_config(space.configs[op][u]), len(config_ids)) for u in used.tolist()]
+        node_choice[:, k] = np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)]
+    configs = list(config_ids)
+    column = {op: k for k, op in enumerate(ops)}
+    edges, edge_ids = [], {}
+    edge_choice = np.empty(alts.shape, dtype=np.int64)
+    for e, table in enumerate(space.edges):
+        src = table.src_ids[local[:, column[table.producer]]]
+        dst = table.dst_ids[local[:, column[table.consumer]]]
+        width = max(len(a) for a in table.alternatives.values())
+        counts = np.zeros((len(table.src_layouts), len(table.dst_layouts)), dtype=np.int64)
+        for (u, v), a in table.alternatives.items():
+            counts[u, v] = len(a)
+        j = np.where(alts[:, e] < counts[src, dst], alts[:, e], 0)
+        key = (src * len(table.dst_layouts) + dst) * width + j
+        used, inverse = np.unique(key, return_inverse=True)
+        ids = []
+        for k in used.tolist():
+            pair, jj = divmod(k, width)
+            entry = space.edge_entry(e, table, divmod(pair, len(table.dst_layouts)), jj)
+            if id(entry) not in edge_ids:
+                edge_ids[id(entry)] = len(edges)
+                edges.append(entry)
+            ids.append(edge_ids[id(entry)])
+        edge_choice[:, e] = np.asarray(ids, dtype=np.int64)[inverse.reshape(-1)]
+    plans = result.plans
+    estimates = np.array([[m, t, t - c, c] for (m, t), c in zip(plans.points, plans.compute_s.tolist())],
+                         dtype=np.float64).reshape(len(plans), 4)
+    dp = result.data_parallel_plan()
+    costs = np.vstack([estimates, [[dp.memory_bytes, dp.time_s, dp.network_s, dp.compute_s]]])
+    return PlanTable(space.model.num_devices, tuple(op.name for op in ops), tuple(configs), tuple(edges),
+                     node_choice, edge_choice, costs)
 
 
 def cost_graph(graph, model: CostModel, progress: Callable | None = None) -> CostGraph:
     """The Frontier-Tracking cost graph of ``graph`` under ``model``: a node per op (its
     configurations' costs) and an edge per tensor use (re-scheduling costs per pair)."""
-    return _build(graph, model, progress)[1]
+    return build_space(graph, model, progress)[1]
 
 
-def sampling_space(graph, model: CostModel) -> _Space:
+def sampling_space(graph, model: CostModel) -> SearchSpace:
     """The configurations and edge tables of ``graph``, without pricing every op's every
     configuration: enough for ``sample_plan``, which prices only what it picks."""
-    return _build(graph, model, cost_graph=False)[0]
+    return build_space(graph, model, cost_graph=False)[0]
 
 
 def search_frontier(graph, model: CostModel, search: SearchOptions | None = None, *,
@@ -373,21 +219,21 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
     """
     search = search or SearchOptions()
     t0 = time.perf_counter()
-    space, cg = _build(graph, model, progress)
+    space, cg = build_space(graph, model, progress)
     t1 = time.perf_counter()
     tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
     result = track(cg, method=method, threads=search.threads, epsilon=search.epsilon,
                    progress=tracking, max_candidates=search.max_candidates)
     t2 = time.perf_counter()
 
-    def build(i: int) -> Plan:
+    def structure(i: int):
         node_choice, edge_choice = result.choice(i)
         chosen = {op: space.configs[op][node_choice[n]] for n, op in enumerate(space.ops)}
         plan = plan_from_configs(space, chosen, edge_choice, option)
-        mem, tim = result.points[i]
+        mem, tim = result.points[i]   # the plan re-costs to its point
         assert np.isclose(plan.memory_bytes, mem, rtol=1e-9, atol=1.0), (plan.memory_bytes, mem)
         assert np.isclose(plan.time_s, tim, rtol=1e-9, atol=1e-12), (plan.time_s, tim)
-        return plan
+        return plan.ops, plan.edges
 
     def compute_s() -> np.ndarray:   # per point: the chosen configurations' compute seconds
         total = np.zeros(len(result.points))
@@ -396,12 +242,14 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
             total += per_config[result.node_configs[:, n]]
         return total
 
-    plans = FrontierPlans(result.points, build, compute_s)
     stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": dict(result.stats)}
-    return SearchResult(plans, {op.name: len(space.configs[op]) for op in space.ops}, stats, space)
+    out = SearchResult(None, {op.name: len(space.configs[op]) for op in space.ops}, stats, space, result)
+    out.plans = FrontierPlans(result.points, compute_s, structure, model.num_devices, option,
+                              table=lambda: plan_table(out))
+    return out
 
 
-def sample_plan(space: _Space, rng, option: str = "sampled") -> Plan:
+def sample_plan(space: SearchSpace, rng, option: str = "sampled") -> Plan:
     """A random strategy: a random configuration per op and a random alternative per edge
     (for tests and for estimated-vs-measured benchmarks)."""
     chosen = {op: space.configs[op][rng.integers(len(space.configs[op]))] for op in space.ops}
@@ -412,7 +260,7 @@ def sample_plan(space: _Space, rng, option: str = "sampled") -> Plan:
     return plan_from_configs(space, chosen, alt_choice, option)
 
 
-def data_parallel_configs(space: _Space) -> dict:
+def data_parallel_configs(space: SearchSpace) -> dict:
     """Each op split along the batch (the dims that carry the placeholders' axis 0) over
     all devices where it divides; replicated otherwise. Parameters are replicated."""
     n = space.model.num_devices

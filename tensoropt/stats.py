@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tensoropt import configs
 from tensoropt.graph import Graph
 
 __all__ = ["GraphStats", "graph_stats", "saved_bytes"]
@@ -40,23 +41,14 @@ class GraphStats:
 
 
 def saved_bytes(op, count_parameters: bool = True) -> int:
-    """Bytes ``op``'s backward keeps, on one device (full logical tensors).
+    """Bytes ``op``'s backward keeps, on one device (full logical tensors); the cost
+    model's per-device figure comes from the same rule (``configs.saved_bytes``).
 
     Args:
         count_parameters: whether saved inputs that are variables count; a whole-graph
             total leaves them out, since the parameter itself is what is kept.
     """
-    space = op.space
-    total = sum(op.inputs[i].nbytes for i in space.saved_inputs
-                if count_parameters or op.inputs[i].op.kind != "variable")
-    total += sum(op.outputs[i].nbytes for i in space.saved_outputs)
-    itemsize = op.outputs[0].dtype.itemsize if op.outputs else 4
-    for dims in space.saved_internal:
-        n = 1
-        for d in dims:
-            n *= space.dims[d]
-        total += n * itemsize
-    return total
+    return configs.saved_bytes(op, None, count_parameters)
 
 
 def graph_stats(graph: Graph) -> GraphStats:

@@ -9,12 +9,18 @@
 The memory limit defaults to the device's memory / 1.1, the paper's safety margin for
 what the cost model leaves out (kernel workspace, communication buffers).
 
+Each returns its whole result: ``choose_plan`` a ``summary.SearchSummary`` (the chosen
+plan, its frontier and the data-parallel plan), ``profile_parallelisms`` one
+``summary.ProfileRow`` per device count. Plans are frozen values: nothing here changes a
+plan after the search built it.
+
 Usage::
 
-    plan = choose_plan(graph, "paper-v100x16", option="mini_time", parallelism=16)
-    table = profile_parallelisms(graph, "paper-v100x16", [1, 2, 4, 8, 16])
-    plan = choose_plan(graph, "paper-v100x16", parallelism=16,
-                       search=SearchOptions(max_candidates=50_000_000, threads=2))
+    summary = choose_plan(graph, "paper-v100x16", option="mini_time", parallelism=16)
+    summary.chosen, summary.frontier[0], summary.data_parallel
+    rows = profile_parallelisms(graph, "paper-v100x16", [1, 2, 4, 8, 16])
+    summary = choose_plan(graph, "paper-v100x16", parallelism=16,
+                          search=SearchOptions(max_candidates=50_000_000, threads=2))
 
 Every search here takes ``search``, a ``tensoropt.search.SearchOptions`` (default: the
 exact frontier on one thread).
@@ -22,16 +28,18 @@ exact frontier on one thread).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import Callable, Sequence
 
 from tensoropt.costs import CostModel
 from tensoropt.plan import Plan
 from tensoropt.report import approximation_line
 from tensoropt.search import FrontierPlans, SearchOptions, SearchResult, search_frontier
+from tensoropt.summary import ProfileRow, SearchSummary
 
 __all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "make_cost_model", "frontier_for", "choose_plan",
-           "profile_parallelisms", "ProfileRow", "candidate_parallelisms"]
+           "profile_parallelisms", "search_summary", "ProfileRow", "candidate_parallelisms",
+           "fastest_fitting"]
 
 SAFETY_MARGIN = 1.1
 
@@ -69,10 +77,11 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
 
 def frontier_for(graph, cluster, num_devices: int, cost_model: str = "analytical",
                  progress: Callable | None = None,
-                 search: SearchOptions | None = None) -> SearchResult:
-    """The frontier of ``graph`` on ``num_devices`` devices of ``cluster``."""
+                 search: SearchOptions | None = None, option: str = "frontier") -> SearchResult:
+    """The frontier of ``graph`` on ``num_devices`` devices of ``cluster``; its plans say
+    ``option`` chose them."""
     model = make_cost_model(graph, cluster, num_devices, cost_model)
-    return search_frontier(graph, model, search, progress=progress)
+    return search_frontier(graph, model, search, progress=progress, option=option)
 
 
 def _memory_limit(cluster, memory_limit: float | None) -> float:
@@ -97,8 +106,9 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
 
 def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float | None = None,
                 parallelism: int | None = None, cost_model: str = "analytical",
-                progress: Callable | None = None, search: SearchOptions | None = None) -> Plan:
-    """The plan ``option`` asks for; the returned plan carries ``frontier`` and ``data_parallel``.
+                progress: Callable | None = None, search: SearchOptions | None = None) -> SearchSummary:
+    """The plan ``option`` asks for (``summary.chosen``), with its frontier and the
+    data-parallel plan beside it.
 
     With ``SearchOptions(epsilon=e)`` the plan found is at most (1 + e) times slower
     than the exact search's, for no more memory.
@@ -113,30 +123,33 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
     limit = _memory_limit(cluster, memory_limit)
     if option == "mini_time":
         n = parallelism or cluster.devices
-        result = frontier_for(graph, cluster, n, cost_model, progress, search)
-        plan = fastest_fitting(result.plans, limit)
-        if plan is None:
+        result = frontier_for(graph, cluster, n, cost_model, progress, search, option)
+        row = _row(result, limit, cluster)
+        if row.plan is None:
             raise _no_fit(graph, cluster, n, result, limit, cost_model, search)
-        return _annotate(plan, "mini_time", result, cluster)
+        return SearchSummary(option, (row,), row.plan)
     if option == "mini_parallelism":
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
-            result = frontier_for(graph, cluster, n, cost_model, progress, search)
-            plan = fastest_fitting(result.plans, limit)
-            if plan is not None:
-                return _annotate(plan, "mini_parallelism", result, cluster)
+            result = frontier_for(graph, cluster, n, cost_model, progress, search, option)
+            row = _row(result, limit, cluster)
+            if row.plan is not None:
+                return SearchSummary(option, (row,), row.plan)
             last = (n, result)
         raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model, search)
     raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                      "profile_parallelisms for profiling")
 
 
-def _annotate(plan: Plan, option: str, result: SearchResult, cluster) -> Plan:
-    plan.option = option
-    plan.notes = f"estimated for cluster {cluster.name}; {approximation_line(result.stats['frontier'])}"
-    plan.frontier = result.plans
-    plan.data_parallel = result.data_parallel_plan()
-    return plan
+def _row(result: SearchResult, limit: float, cluster) -> ProfileRow:
+    """One device count's row: the frontier (its plans noted with the cluster and the
+    approximation), the fastest plan within ``limit`` and the data-parallel plan."""
+    where = f"estimated for cluster {cluster.name}"
+    approximation = approximation_line(result.stats["frontier"])
+    frontier = result.plans.labelled(f"{where}; {approximation}")
+    data_parallel = dataclasses.replace(result.data_parallel_plan(), notes=where)
+    return ProfileRow(frontier.parallelism, fastest_fitting(frontier, limit), frontier, data_parallel,
+                      result.stats["build_s"] + result.stats["track_s"], approximation)
 
 
 def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_model: str,
@@ -160,21 +173,6 @@ def _no_fit(graph, cluster, n: int, result: SearchResult, limit: float, cost_mod
         f"least {least:.0f}, use more devices, or shrink the model/batch")
 
 
-@dataclass(frozen=True)
-class ProfileRow:
-    """One device count: the best plan under the limit, or None, and the frontier's extent.
-
-    ``approximation`` says whether that frontier is exact, and if not, its error bound
-    (``report.approximation_line``)."""
-
-    parallelism: int
-    plan: Plan | None
-    least_memory_bytes: float
-    data_parallel: Plan
-    search_s: float
-    approximation: str
-
-
 def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_limit: float | None = None,
                          cost_model: str = "analytical", progress: Callable | None = None,
                          search: SearchOptions | None = None) -> list[ProfileRow]:
@@ -183,14 +181,21 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
 
     cluster = get_cluster(cluster)
     limit = _memory_limit(cluster, memory_limit)
-    rows = []
-    for n in parallelisms:
-        result = frontier_for(graph, cluster, n, cost_model, progress, search)
-        plan = fastest_fitting(result.plans, limit)
-        if plan is not None:
-            _annotate(plan, "profiling", result, cluster)   # prices data parallel on the plan
-        data_parallel = plan.data_parallel if plan is not None else result.data_parallel_plan()
-        seconds = result.stats["build_s"] + result.stats["track_s"]
-        rows.append(ProfileRow(n, plan, result.plans.points[0][0], data_parallel,
-                               seconds, approximation_line(result.stats["frontier"])))
-    return rows
+    return [_row(frontier_for(graph, cluster, n, cost_model, progress, search, "profiling"), limit, cluster)
+            for n in parallelisms]
+
+
+def search_summary(graph, cluster, option: str, memory_limit: float | None = None,
+                   parallelism: int | None = None, parallelisms: Sequence[int] | None = None,
+                   cost_model: str = "analytical", search: SearchOptions | None = None) -> SearchSummary:
+    """``find_strategy``'s search on one process: ``choose_plan`` for "mini_time" and
+    "mini_parallelism", ``profile_parallelisms`` for "profiling" (over ``parallelisms``,
+    default 1, 2, 4, ... up to ``parallelism`` or the cluster's devices)."""
+    from tensoropt.cluster import get_cluster
+
+    cluster = get_cluster(cluster)
+    if option == "profiling":
+        counts = parallelisms or candidate_parallelisms(parallelism or cluster.devices)
+        return SearchSummary(option, tuple(profile_parallelisms(graph, cluster, counts, memory_limit,
+                                                                cost_model, search=search)), None)
+    return choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model, search=search)

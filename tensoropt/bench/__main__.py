@@ -4,12 +4,15 @@
     python -m tensoropt.bench frontiers [--models ...] [--devices 16]
     mpirun -np 4 python -m tensoropt.bench accuracy [--models mlp,cnn] [--plans 20]
     python -m tensoropt.bench approximation [--model paper_vgg16] [--devices 8]
+    mpirun -np 2 python -m tensoropt.bench plans_memory [--model transformer] [--plans 50]
+    python -m tensoropt.bench summary_size [--model paper_vgg16] [--devices 8] [--epsilon 0.05]
 """
 
 import sys
 
 BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.frontiers",
-           "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation"}
+           "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
+           "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size"}
 
 
 def main(argv: list[str]) -> int:

@@ -84,9 +84,8 @@ def main(argv=None) -> int:
     spec = models.build(args.model, size=args.size)
     batch_size = spec.params["batch"]
     batch = spec.feed(np.random.default_rng(0))
-    mini_time = to.find_strategy(option="mini_time")
-    data_parallel = comm.bcast(mini_time.data_parallel.to_json() if world.rank == 0 else None, root=0)
-    data_parallel = Plan.from_json(data_parallel, source="data-parallel plan from rank 0")
+    result = to.search_strategy(option="mini_time")   # the same on every rank
+    mini_time, data_parallel = result.chosen, result.data_parallel
 
     times = {
         "(a) TensorOpt, data parallel": _tensoropt(data_parallel, spec, batch, comm, args.steps, args.warmup),

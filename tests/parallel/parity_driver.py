@@ -1,11 +1,18 @@
 """Run under ``mpirun -np 4``: trains tiny models under many plans, and compares each with
 a single-process run of the same script (same initial values, same batches).
 
-Usage: parity_driver.py OUT.json [model ...]. Rank 0 writes, per model and plan, the
-largest relative differences of losses and final parameters, the plan's description and
-the collectives each rank issued per step by kind.
+Usage: parity_driver.py OUT.json [--summary] [model ...]. Rank 0 writes, per model and
+plan, the largest relative differences of losses and final parameters, the plan's
+description and the collectives each rank issued per step by kind.
+
+Plans: by default the frontier's two ends, data parallel and 8 random plans, searched on
+each rank alike. With ``--summary``, every rank takes them from ``to.search_strategy``'s
+result as a user script would (rank 0 searches, the others receive it): the frontier's
+first, middle and last plans and the data-parallel plan; each plan's hash is compared
+across the ranks.
 """
 
+import hashlib
 import json
 import sys
 
@@ -141,8 +148,20 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
 
 
-def main(out_path, names):
+def _plans(graph, summary: bool):
+    if summary:
+        result = to.search_strategy(option="mini_time", cluster="paper-v100x16")
+        frontier = result.frontier
+        return [frontier[0], frontier[len(frontier) // 2], frontier[-1], result.data_parallel]
+    search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
+    plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
+    sample_rng = np.random.default_rng(123)
+    return plans + [sample_plan(search.space, sample_rng) for _ in range(8)]
+
+
+def main(out_path, names, summary=False):
     world = to.init()
+    from mpi4py import MPI
     results = []
     for name in names:
         to.reset_default_graph()
@@ -152,24 +171,24 @@ def main(out_path, names):
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]
         ref_losses, ref_params = reference(graph, loss, train_op, feeds)
-        search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
-        plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
-        sample_rng = np.random.default_rng(123)
-        plans += [sample_plan(search.space, sample_rng) for _ in range(8)]
+        plans = _plans(graph, summary)
         variables = graph.trainable_variables
         for index, plan in enumerate(plans):
             to.build_execution_graph(plan=plan)
             losses = [to.run([loss, train_op], feed)[0] for feed in feeds]
             counts = dict(to.runtime._runtime.sharding.collectives.counts)
             params = to.run({v.op.name: v for v in variables})
+            hashes = MPI.COMM_WORLD.allgather(hashlib.sha256(plan.to_json().encode()).hexdigest())
             if world.rank == 0:
                 results.append({
                     "model": name, "plan": index, "option": plan.option,
                     "loss_rel": rel(losses, ref_losses),
                     "param_rel": max(rel(params[k], ref_params[k]) for k in ref_params),
                     "losses": [float(v) for v in losses], "reference": [float(v) for v in ref_losses],
-                    "step_kinds": sorted({st["kind"] for e in plan.edges for st in e["forward_steps"]}),
-                    "reuse": sorted({e["reuse"] for e in plan.edges}),
+                    "step_kinds": sorted({st.kind for e in plan.edges for st in e.forward_steps}),
+                    "reuse": sorted({e.reuse for e in plan.edges}),
+                    "same_plan_on_every_rank": len(set(hashes)) == 1,
+                    "memory_bytes": plan.memory_bytes,
                     "collectives": counts,
                     "expected_collectives": expected_collectives(graph, plan),
                 })
@@ -179,4 +198,5 @@ def main(out_path, names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:] or list(MODELS))
+    args = [a for a in sys.argv[2:] if a != "--summary"]
+    main(sys.argv[1], args or list(MODELS), summary="--summary" in sys.argv[2:])

@@ -9,7 +9,7 @@ from tensoropt.cluster import get_cluster
 from tensoropt.collectives import AnalyticalCollectives
 from tensoropt.configs import Config
 from tensoropt.costs import CostModel
-from tensoropt.search import data_parallel_configs, plan_from_configs, search_frontier
+from tensoropt.search import data_parallel_configs, plan_from_configs, plan_table, price_plan, search_frontier
 from tensoropt.strategy import make_cost_model
 
 B, D, H, C, N = 64, 32, 48, 8, 4
@@ -51,7 +51,7 @@ def test_data_parallel_mlp_costs_compute_plus_gradient_allreduce():
     saved = (B * D + B * H + B * C) * 4 / N
     # relu's output is saved by relu and by matmul 2 in the same layout: one copy
     assert plan.memory_bytes == pytest.approx(params + saved, rel=1e-12)
-    assert all(not e["forward_steps"] for e in plan.edges), "data parallel moves no activation"
+    assert all(not e.forward_steps for e in plan.edges), "data parallel moves no activation"
 
 
 def test_matmul_cost_by_hand():
@@ -81,3 +81,20 @@ def test_every_frontier_plan_recosts_to_its_point_and_dominates_data_parallel():
     assert any(p.memory_bytes <= dp.memory_bytes and p.time_s <= dp.time_s for p in result.plans)
     again = plan_from_configs(result.space, data_parallel_configs(result.space), None, "dp")
     assert again.time_s == dp.time_s
+    for plan in result.plans:   # each plan's configurations and reuse choices re-cost to its point
+        priced = price_plan(result.space, plan)
+        assert (priced.ops, priced.edges) == (plan.ops, plan.edges)
+        assert priced.memory_bytes == pytest.approx(plan.memory_bytes, rel=1e-9)
+        assert priced.time_s == pytest.approx(plan.time_s, rel=1e-9)
+        assert priced.compute_s == pytest.approx(plan.compute_s, rel=1e-12)
+
+
+def test_the_plan_table_holds_every_frontier_plan_and_data_parallel():
+    graph = _mlp()
+    result = search_frontier(graph, make_cost_model(graph, "paper-v100x16", N))
+    table = plan_table(result)
+    assert table.rows == len(result.plans) + 1
+    assert len(table.edges) < table.rows * len(result.space.edges)   # distinct edge plans only
+    for i, plan in enumerate(result.plans):
+        assert table.plan(i, plan.option) == plan
+    assert table.plan(len(result.plans), "data_parallel") == result.data_parallel_plan()

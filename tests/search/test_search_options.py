@@ -25,13 +25,15 @@ def _model(batch=64, width=256):
 
 def test_mini_time_is_the_fastest_plan_that_fits():
     _model()
-    plan = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
-    assert plan.time_s == min(p.time_s for p in plan.frontier)
-    limit = sorted(p.memory_bytes for p in plan.frontier)[len(plan.frontier) // 2]
-    tight = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit)
-    assert tight.memory_bytes <= limit
-    assert tight.time_s == min(p.time_s for p in tight.frontier if p.memory_bytes <= limit)
-    assert tight.time_s >= plan.time_s and "paper-v100x16" in tight.notes
+    result = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    plan = result.chosen
+    assert plan == to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    assert plan.time_s == min(p.time_s for p in result.frontier)
+    limit = sorted(p.memory_bytes for p in result.frontier)[len(result.frontier) // 2]
+    tight = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit)
+    assert tight.chosen.memory_bytes <= limit
+    assert tight.chosen.time_s == min(p.time_s for p in tight.frontier if p.memory_bytes <= limit)
+    assert tight.chosen.time_s >= plan.time_s and "paper-v100x16" in tight.chosen.notes
 
 
 def test_mini_parallelism_is_the_fewest_devices_that_fit():
@@ -48,8 +50,9 @@ def test_profiling_gives_the_best_time_per_device_count():
     assert [r.parallelism for r in rows] == [1, 2, 4]
     for r in rows:
         assert r.plan is not None and r.plan.parallelism == r.parallelism
-        assert r.plan.time_s == min(p.time_s for p in r.plan.frontier)
+        assert r.plan.time_s == min(p.time_s for p in r.frontier)
         assert r.plan.time_s <= r.data_parallel.time_s
+        assert r.least_memory_bytes == min(p.memory_bytes for p in r.frontier)
 
 
 def test_nothing_fits_names_the_least_memory_and_the_device_count_that_would():
@@ -65,26 +68,26 @@ def test_nothing_fits_names_the_least_memory_and_the_device_count_that_would():
 
 def test_epsilon_plans_are_within_their_guarantee():
     models.build("cnn", size="tiny")
-    exact = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    exact = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
     eps = 0.2
-    approx = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=eps)
+    approx = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=eps)
     assert len(approx.frontier) < len(exact.frontier)
-    for q in exact.frontier:   # every exact plan has an approximate one no worse than promised
+    for q in exact.frontier.estimates:   # every exact plan has an approximate one no worse than promised
         assert any(p.memory_bytes <= q.memory_bytes and p.time_s <= (1 + eps) * q.time_s
-                   for p in approx.frontier)
-    assert approx.memory_bytes <= exact.memory_bytes * (1 + 1e-12)
-    assert approx.time_s <= (1 + eps) * exact.time_s
+                   for p in approx.frontier.estimates)
+    assert approx.chosen.memory_bytes <= exact.chosen.memory_bytes * (1 + 1e-12)
+    assert approx.chosen.time_s <= (1 + eps) * exact.chosen.time_s
     with pytest.raises(ValueError, match="epsilon"):
         to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=1.5)
 
 
 def test_max_candidates_thins_the_search_and_the_plan_says_so():
     models.build("cnn", size="tiny")   # no heuristic eliminations: its exact frontier is exact
-    exact = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
-    capped = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", max_candidates=20,
-                              threads=2)
-    assert exact.notes.endswith("frontier: exact")
-    assert "products thinned to about 20 candidates" in capped.notes
+    exact = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    capped = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16", max_candidates=20,
+                                threads=2)
+    assert exact.chosen.notes.endswith("frontier: exact")
+    assert "products thinned to about 20 candidates" in capped.chosen.notes
     assert len(capped.frontier) < len(exact.frontier)
     # the same search again, for its statistics: every exact plan keeps the reported bound
     result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4,
@@ -94,7 +97,7 @@ def test_max_candidates_thins_the_search_and_the_plan_says_so():
     assert result.plans.points == capped.frontier.points
     for mem, tim in exact.frontier.points:
         assert any(m <= mem and t <= tim + bound + 1e-12 for m, t in capped.frontier.points)
-    assert exact.time_s <= capped.time_s <= exact.time_s + bound + 1e-12
+    assert exact.chosen.time_s <= capped.chosen.time_s <= exact.chosen.time_s + bound + 1e-12
 
 
 @pytest.mark.parametrize("option, named", [({"max_candidates": 0}, "max_candidates"),
@@ -125,12 +128,8 @@ def test_frontier_plans_are_built_on_use_and_match_their_points():
     limit = plans.points[1][0]          # the second plan's memory: it is the fastest that fits
     assert fastest_fitting(plans, limit) is plans[1]
     assert fastest_fitting(plans, plans.points[0][0] / 2) is None
-    chosen = plans[1]
-    chosen.frontier = plans               # as find_strategy annotates the plan it returns
-    copy = pickle.loads(pickle.dumps(chosen))     # as rank 0 broadcasts profiling rows
-    assert isinstance(copy.frontier, list) and len(copy.frontier) == len(plans)
-    assert [p.time_s for p in copy.frontier] == pytest.approx([t for _, t in plans.points])
-    assert copy.frontier[1] is copy
+    with pytest.raises(TypeError, match="to_bytes"):
+        pickle.dumps(plans)              # a frontier travels compactly, in a SearchSummary
 
 
 def test_frontier_estimates_match_the_plans_without_building_them():
@@ -157,3 +156,31 @@ def test_a_frontier_table_builds_only_the_chosen_plan():
     assert {0, 7, len(plans) - 1} <= set(rows) and len(rows) <= 4 + 2  # + turning point, chosen
     with pytest.raises(ValueError, match="not taken from this frontier"):
         plans.index(copy.copy(plans[8]))        # equal, but not this frontier's
+
+
+def test_a_search_summary_travels_as_bytes_and_rebuilds_the_same_plans():
+    from tensoropt.strategy import choose_plan, search_summary
+    from tensoropt.summary import SearchSummary
+
+    models.build("cnn", size="tiny")
+    graph = to.get_default_graph()
+    sent = choose_plan(graph, "paper-v100x16", "mini_time", parallelism=4)
+    data = sent.to_bytes()
+    got = SearchSummary.from_bytes(data)
+    assert len(got.frontier) == len(sent.frontier) > 3
+    assert got.frontier.points == sent.frontier.points and got.frontier.estimates == sent.frontier.estimates
+    assert list(got.frontier) == list(sent.frontier)          # every plan, edges and steps included
+    assert got.data_parallel == sent.data_parallel and got.chosen == sent.chosen
+    k = sent.frontier.index(sent.chosen)
+    assert got.chosen is got.frontier[k]
+    json_bytes = sum(len(p.to_json()) for p in sent.frontier)
+    assert len(data) * 20 < json_bytes, (len(data), json_bytes)   # choice arrays, not plan JSONs
+    rows = search_summary(graph, "paper-v100x16", "profiling", parallelisms=[1, 2])
+    again = SearchSummary.from_bytes(rows.to_bytes())
+    assert [r.parallelism for r in again.profile] == [1, 2] and again.chosen is None
+    for a, b in zip(again.profile, rows.profile):
+        assert (a.plan, a.data_parallel, a.search_s, a.approximation) == (b.plan, b.data_parallel, b.search_s,
+                                                                         b.approximation)
+        assert list(a.frontier) == list(b.frontier)
+    with pytest.raises(ValueError, match="covered 2 device counts"):
+        again.frontier
