@@ -3,14 +3,18 @@
 Usage: guard_driver.py MODE
 
 * ``mismatch``: every rank takes the same search result, but rank 1 builds the
-  frontier's last plan while the others build its first. Each rank prints the error
-  ``build_execution_graph`` raised (``rank R: ErrorType: message``) and exits 3.
+  frontier's last plan while the others build its first. Each rank writes the error
+  ``build_execution_graph`` raised (``rank R: ErrorType: message``) to ``rank<R>.txt`` in
+  the folder ``GUARD_OUT`` names, waits for the others (so that mpirun's abort on the first
+  non-zero exit loses no rank's report), and exits 3.
 * ``stall``: every rank trains one step of the data-parallel plan; then rank 1 skips the
   second step (it sleeps, issuing no collective) while the others run it. Rank 0 prints
   ``rank 0: step 2 starts at <unix time>`` first. Run with TENSOROPT_COLLECTIVE_TIMEOUT_S
   set to a few seconds.
 """
 
+import os
+import pathlib
 import sys
 import time
 
@@ -39,8 +43,11 @@ def main(mode: str) -> None:
         plan = result.frontier[-1] if world.rank == 1 else result.frontier[0]
         try:
             to.build_execution_graph(plan=plan)
-        except Exception as e:  # noqa: BLE001 - printed for the test, which checks every rank's
-            print(f"rank {world.rank}: {type(e).__name__}: {e}", flush=True)
+        except Exception as e:  # noqa: BLE001 - written for the test, which checks every rank's
+            report = pathlib.Path(os.environ["GUARD_OUT"]) / f"rank{world.rank}.txt"
+            report.write_text(f"rank {world.rank}: {type(e).__name__}: {e}")
+            from mpi4py import MPI  # noqa: PLC0415
+            MPI.COMM_WORLD.Barrier()
             sys.exit(3)
         print(f"rank {world.rank}: built", flush=True)
         return
