@@ -4,17 +4,20 @@
     python -m tensoropt.bench frontiers [--models ...] [--devices 16]
     mpirun -np 4 python -m tensoropt.bench accuracy [--models mlp,cnn] [--plans 20]
     python -m tensoropt.bench approximation [--model paper_vgg16] [--devices 8]
+    python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
+    mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
 """
 
 import sys
 
 BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.frontiers",
-           "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation"}
+           "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
+           "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory"}
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHES:
-        print(f"usage: python -m tensoropt.bench {{{','.join(BENCHES)}}} [options]; run under mpirun",
+        print(f"usage: python -m tensoropt.bench {{{','.join(BENCHES)}}} [options] (see each module's docstring)",
               file=sys.stderr)
         return 2
     import importlib
