@@ -112,13 +112,23 @@ class StepCostFn:
 
 
 def requires_grad(graph) -> set:
-    """Tensors whose value depends on a trainable variable (their gradients flow)."""
+    """Tensors whose gradients flow: their value depends on a trainable variable and, when
+    the graph has training steps, some step's loss depends on them (TensorFlow builds no
+    gradient, and so no backward collective, for a branch the loss does not use)."""
     out = set()
     for op in graph.operations:
         if op.kind == "variable" and op.attrs["trainable"]:
             out.add(op.outputs[0])
         elif any(t in out for t in op.inputs):
             out.update(t for t in op.outputs if t.dtype.is_floating)
+    if graph.train_steps:
+        used, stack = set(), [step.loss for step in graph.train_steps]
+        while stack:
+            t = stack.pop()
+            if t not in used:
+                used.add(t)
+                stack.extend(t.op.inputs)
+        out &= used
     return out
 
 

@@ -8,8 +8,8 @@ can make its shard of a variable without ever holding the whole variable:
 
 - The logical tensor is cut into fixed blocks (``block_shape``: at most
   ``BLOCK_ELEMENTS`` elements, chosen from the logical shape alone).
-- Block ``i`` of a variable is drawn by TensorFlow's stateless random ops, keyed by
-  ``(variable key, i)``; the variable key comes from the variable's name, the
+- Block ``i`` of a variable is drawn by TensorFlow's stateless random ops (Philox),
+  keyed by ``(variable key, i)``; the variable key comes from the variable's name, the
   initializer's seed and the graph seed (``seed_for``).
 - A shard is the union of the whole or partial blocks it overlaps. One process (whole
   tensors) and every plan's shards therefore hold the same values, and a rank's peak
@@ -30,7 +30,6 @@ Usage::
 
 from __future__ import annotations
 
-import itertools
 import math
 import zlib
 from dataclasses import dataclass
@@ -134,7 +133,7 @@ class Initializer:
             raise ValueError(f"variable {name!r}: {self!r} draws random floats, but the variable "
                              f"is {dtype.name}; use zeros/ones/constant_initializer for it")
         draw = _sampler(tf, self.tf_name, kw, shape, dtype)
-        return _assemble(tf, shape, offsets, local, key, draw)
+        return _assemble(tf, shape, offsets, local, dtype, key, draw)
 
 
 def _constant_box(value: np.ndarray, shape, offsets, local, name) -> np.ndarray:
@@ -160,23 +159,25 @@ def _fans(shape: tuple[int, ...]) -> tuple[float, float]:
 
 
 def _sampler(tf, kind: str, kw: dict, shape, dtype):
-    """``draw(block_shape, seed) -> tensor`` for one block, in the initializer's distribution."""
-    philox = "philox"
+    """``draw(block_shape, key) -> tensor``: one block in the initializer's distribution,
+    from Philox keyed by the 64-bit ``key`` (counter 0)."""
+    raw = tf.raw_ops
 
-    def normal(mean, stddev):
-        return lambda s, seed: tf.random.stateless_normal(s, seed, mean, stddev, dtype, alg=philox)
+    def philox(op, block, key):
+        return op(shape=block, key=np.array([key], np.uint64), counter=np.zeros(2, np.uint64), alg=1,
+                  dtype=dtype)
 
-    def truncated(mean, stddev):
-        return lambda s, seed: tf.random.stateless_truncated_normal(s, seed, mean, stddev, dtype,
-                                                                    alg=philox)
+    def normal(mean, stddev, truncated=False):
+        op = raw.StatelessTruncatedNormalV2 if truncated else raw.StatelessRandomNormalV2
+        return lambda block, key: philox(op, block, key) * stddev + mean
 
     def uniform(low, high):
-        return lambda s, seed: tf.random.stateless_uniform(s, seed, low, high, dtype, alg=philox)
+        return lambda block, key: philox(raw.StatelessRandomUniformV2, block, key) * (high - low) + low
 
     if kind == "random_normal_initializer":
         return normal(kw["mean"], kw["stddev"])
     if kind == "truncated_normal_initializer":
-        return truncated(kw["mean"], kw["stddev"])
+        return normal(kw["mean"], kw["stddev"], truncated=True)
     if kind == "random_uniform_initializer":
         return uniform(kw["minval"], kw["maxval"])
     if kind in ("glorot_uniform_initializer", "glorot_normal_initializer"):
@@ -189,7 +190,7 @@ def _sampler(tf, kind: str, kw: dict, shape, dtype):
     n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
     scale /= max(1.0, n)
     if distribution in ("normal", "truncated_normal"):
-        return truncated(0.0, math.sqrt(scale) / _TRUNCATED_STDDEV)
+        return normal(0.0, math.sqrt(scale) / _TRUNCATED_STDDEV, truncated=True)
     if distribution == "untruncated_normal":
         return normal(0.0, math.sqrt(scale))
     limit = math.sqrt(3.0 * scale)
@@ -213,37 +214,48 @@ def block_shape(shape: Sequence[int], block_elements: int | None = None) -> tupl
     return tuple(b)
 
 
-def _assemble(tf, shape, offsets, local, key: int, draw):
-    """The box from whole/partial blocks, each drawn with seed ``(key, block index)``."""
+def _assemble(tf, shape, offsets, local, dtype, key: int, draw):
+    """The box from whole/partial blocks; block ``i`` is drawn with Philox key
+    ``key * 2**32 + i``."""
     if not shape:  # a scalar: one block
-        return draw([], [key, 0])
+        return draw([], key << 32)
     blocks = block_shape(shape)
     grid = [-(-n // b) for n, b in zip(shape, blocks)]
     per_axis = []  # per axis: (block coordinate, start inside the block, stop inside it)
     for n, b, o, m in zip(shape, blocks, offsets, local):
         per_axis.append([(c, max(o - c * b, 0), min(o + m - c * b, b, n - c * b))
                          for c in range(o // b, (o + m - 1) // b + 1)])
-    pieces = {}
-    for parts in itertools.product(*per_axis):
-        coords = tuple(c for c, _, _ in parts)
+
+    def block(parts):
+        coords = [c for c, _, _ in parts]
         index = 0
         for c, g in zip(coords, grid):
             index = index * g + c
         full = [min(b, n - c * b) for c, b, n in zip(coords, blocks, shape)]
-        value = draw(full, [key, index])
+        value = draw(full, (key << 32) | index)
         size = [stop - start for _, start, stop in parts]
-        if size != full:
-            value = tf.slice(value, [start for _, start, _ in parts], size)
-        pieces[coords] = value
-    return _concat(tf, pieces, [[c for c, _, _ in axis] for axis in per_axis], 0, ())
+        return value if size == full else tf.slice(value, [start for _, start, _ in parts], size)
 
+    def box(axis: int, prefix: tuple):
+        if axis == len(shape):
+            return block(prefix)
+        pieces = [box(axis + 1, prefix + (part,)) for part in per_axis[axis]]
+        return pieces[0] if len(pieces) == 1 else tf.concat(pieces, axis=axis)
 
-def _concat(tf, pieces: dict, coords_per_axis, axis: int, prefix: tuple):
-    """Concatenates the pieces of a box, innermost axis first."""
-    if axis == len(coords_per_axis):
-        return pieces[prefix]
-    parts = [_concat(tf, pieces, coords_per_axis, axis + 1, prefix + (c,)) for c in coords_per_axis[axis]]
-    return parts[0] if len(parts) == 1 else tf.concat(parts, axis=axis)
+    if len(per_axis[0]) == 1:
+        return box(1, (per_axis[0][0],))
+    # Bands along axis 0 are written one after another into one buffer of the box's shape
+    # (InplaceUpdate updates its input in place: the buffer is consumed by nothing else),
+    # so at most one band's blocks exist beside the box itself.
+    out = tf.raw_ops.Empty(shape=list(local), dtype=dtype)
+    row = 0
+    for part in per_axis[0]:
+        with tf.control_dependencies([out] if row else []):
+            band = box(1, (part,))
+        rows = part[2] - part[1]
+        out = tf.raw_ops.InplaceUpdate(x=out, i=tf.range(row, row + rows), v=band)
+        row += rows
+    return out
 
 
 def seed_for(variable_name: str, graph_seed: int | None, op_seed: int | None = None) -> int:

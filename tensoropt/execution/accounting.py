@@ -5,9 +5,10 @@ the two agree, the way DTensor's CommDebugMode checks a sharding's communication
 
 Rules, per step:
 - each edge's forward steps; its backward steps when a gradient flows back through it;
-  for ``keep_producer`` the forward steps once more (rebuilt in backward);
+  for ``keep_producer`` the forward steps once more (rebuilt in the consumer's backward,
+  when that runs);
 - for each op whose saved output is dropped (``keep_consumer``) the rebuild steps of one
-  of its consumers' copies;
+  of its consumers' copies, when its input's gradient flows (else backward never runs it);
 - each op: one all-reduce per output per mesh axis that splits a reduction dim, and one
   per input whose gradient is partial per mesh axis that splits a dim the input lacks;
 - a fused LSTM with its hidden dim split: an all-gather per time step after the first,
@@ -53,10 +54,11 @@ def expected_collectives(graph, plan) -> dict[str, int]:
         _count_steps(counter, edge["forward_steps"])
         if tensor in grad:
             _count_steps(counter, edge["backward_steps"])
-        if edge["reuse"] == "keep_producer" and edge["forward_steps"]:
+        backward_runs = any(o in grad for o in consumer.outputs)   # the consumer's backward
+        if edge["reuse"] == "keep_producer" and edge["forward_steps"] and backward_runs:
             _count_steps(counter, edge["forward_steps"])
         if edge["reuse"] == "keep_consumer" and edge["producer"] in dropped \
-                and edge["producer"] not in rebuild_counted:
+                and edge["producer"] not in rebuild_counted and ops[edge["producer"]].inputs[0] in grad:
             rebuild_counted.add(edge["producer"])
             _count_steps(counter, edge["rebuild_steps"])
     for op in graph.operations:
@@ -71,7 +73,7 @@ def expected_collectives(graph, plan) -> dict[str, int]:
         if op.kind == "lstm" and "h" in dim_axes:
             gathers = op.space.dims["t"] - 1
             rerun = any(e["reuse"] == "keep_producer" and e["forward_steps"] for e in plan.edges
-                        if e["consumer"] == op.name)
+                        if e["consumer"] == op.name) and any(o in grad for o in op.outputs)
             counter["allgather"] += gathers * (2 if rerun else 1)
             counter["allreduce"] += gathers
     return {k: v for k, v in counter.items() if v}
