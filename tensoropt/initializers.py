@@ -160,12 +160,17 @@ def _fans(shape: tuple[int, ...]) -> tuple[float, float]:
 
 def _sampler(tf, kind: str, kw: dict, shape, dtype):
     """``draw(block_shape, key) -> tensor``: one block in the initializer's distribution,
-    from Philox keyed by the 64-bit ``key`` (counter 0)."""
+    from Philox keyed by the 64-bit ``key`` (counter 0).
+
+    The counter enters through a ``placeholder_with_default``: otherwise every block is
+    a function of constants, and the session's constant folding would store each block
+    (up to 10 MB) in the graph, a second copy of the variable that lives as long as the
+    session."""
     raw = tf.raw_ops
+    counter = tf.compat.v1.placeholder_with_default(np.zeros(2, np.uint64), shape=[2], name="counter")
 
     def philox(op, block, key):
-        return op(shape=block, key=np.array([key], np.uint64), counter=np.zeros(2, np.uint64), alg=1,
-                  dtype=dtype)
+        return op(shape=block, key=np.array([key], np.uint64), counter=counter, alg=1, dtype=dtype)
 
     def normal(mean, stddev, truncated=False):
         op = raw.StatelessTruncatedNormalV2 if truncated else raw.StatelessRandomNormalV2
@@ -244,18 +249,11 @@ def _assemble(tf, shape, offsets, local, dtype, key: int, draw):
 
     if len(per_axis[0]) == 1:
         return box(1, (per_axis[0][0],))
-    # Bands along axis 0 are written one after another into one buffer of the box's shape
-    # (InplaceUpdate updates its input in place: the buffer is consumed by nothing else),
-    # so at most one band's blocks exist beside the box itself.
-    out = tf.raw_ops.Empty(shape=list(local), dtype=dtype)
-    row = 0
+    bands = []
     for part in per_axis[0]:
-        with tf.control_dependencies([out] if row else []):
-            band = box(1, (part,))
-        rows = part[2] - part[1]
-        out = tf.raw_ops.InplaceUpdate(x=out, i=tf.range(row, row + rows), v=band)
-        row += rows
-    return out
+        with tf.control_dependencies(bands[-1:]):
+            bands.append(box(1, (part,)))
+    return tf.concat(bands, axis=0)
 
 
 def seed_for(variable_name: str, graph_seed: int | None, op_seed: int | None = None) -> int:

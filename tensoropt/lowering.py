@@ -33,6 +33,14 @@ class Lowered:
     train_ops: dict[int, Any] = field(default_factory=dict)  # id(TrainStep) -> tf op
     init_op: Any = None
 
+    def initialize(self, session) -> None:
+        """Initializes every variable (parameters and optimizer slots), one
+        ``session.run`` each: each run frees its temporaries (a shard's random blocks)
+        before the next, where one run of ``init_op`` kept every variable's until its end
+        (a rank's peak was then about twice its shards)."""
+        for variable in self.tf_graph.get_collection("variables"):
+            session.run(variable.initializer)
+
 
 def whole_tensor_context(op: Operation, seed: int | None) -> LoweringContext:
     """The context of an op computed whole on one device."""

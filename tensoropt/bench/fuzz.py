@@ -322,6 +322,8 @@ def main(argv=None) -> int:
     if "OMPI_COMM_WORLD_SIZE" in os.environ:
         print("fuzz starts its own mpirun jobs: run it without mpirun", file=sys.stderr)
         return 2
+    # A terminated bench still ends its mpirun job (the finally in _launch_once).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seeds = list(range(args.first_seed, args.first_seed + args.models))
     ranks = [int(n) for n in args.ranks.split(",")]
     report = run_fuzz(seeds, ranks, args.plans, args.frontier_cap, args.steps, args.plan_timeout,

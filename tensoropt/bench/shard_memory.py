@@ -98,6 +98,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     to.build_execution_graph(plan=plan or to.find_strategy())
     built = time.perf_counter() - start
+    after_init = status_bytes("VmHWM")
     rng = np.random.default_rng(0)
     feed = {x: rng.standard_normal((args.batch, width)).astype(np.float32),
             labels: rng.integers(0, 8, args.batch).astype(np.int32)}
@@ -105,16 +106,16 @@ def main(argv=None) -> int:
     lowered = to.runtime._runtime.lowered
     held = sum(int(np.prod(v.shape.as_list())) * v.dtype.size
                for v in lowered.tf_graph.get_collection("variables"))
-    row = (world.rank, before, status_bytes("VmHWM"), held, built)
+    row = (world.rank, before, after_init, status_bytes("VmHWM"), held, built)
     rows = comm.gather(row, root=0)
     if world.rank == 0:
         print(f"MLP: {args.layers} layers of width {width} <-> {2 * width}, batch {args.batch}, SGD; "
               f"parameters {param_bytes / GIB:.3f} GiB; {world.size} rank(s), every kernel split "
               f"{world.size} ways; first loss {float(value):.4f}")
-        print(f"{'rank':>4} {'VmRSS before build':>19} {'peak VmHWM':>11} {'params held':>12} "
-              f"{'peak / params':>14} {'build s':>8}")
-        for rank, rss, hwm, held_bytes, seconds in rows:
-            print(f"{rank:>4} {rss / GIB:>15.3f} GiB {hwm / GIB:>7.3f} GiB {held_bytes / GIB:>8.3f} GiB "
-                  f"{hwm / param_bytes:>13.0%} {seconds:>8.1f}")
+        print(f"{'rank':>4} {'VmRSS before build':>19} {'VmHWM after init':>17} {'peak VmHWM':>11} "
+              f"{'params held':>12} {'peak / params':>14} {'build s':>8}")
+        for rank, rss, init_hwm, hwm, held_bytes, seconds in rows:
+            print(f"{rank:>4} {rss / GIB:>15.3f} GiB {init_hwm / GIB:>13.3f} GiB {hwm / GIB:>7.3f} GiB "
+                  f"{held_bytes / GIB:>8.3f} GiB {hwm / param_bytes:>13.0%} {seconds:>8.1f}")
     comm.Barrier()
     return 0

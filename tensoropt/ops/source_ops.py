@@ -61,14 +61,9 @@ class VariableDef(_SourceDef):
     """A variable. Each process creates only its shard, drawn directly (never sliced out of
     the whole value), with the values one process would hold there: see
     ``tensoropt.initializers``. ``ctx.extra["shard_offsets"]`` places the shard in the
-    logical tensor (zeros, the whole tensor, when absent).
-
-    Variables are initialized one after another (each initial value waits for the
-    previous variable's initializer), so initializing holds the finished shards plus one
-    shard's temporaries, never every variable's at once."""
+    logical tensor (zeros, the whole tensor, when absent)."""
 
     kind = "variable"
-    _CHAIN = "tensoropt/variable_initializers"
 
     def lower(self, tf, op, inputs, ctx: LoweringContext):
         init: Initializer = op.attrs["initializer"]
@@ -77,12 +72,9 @@ class VariableDef(_SourceDef):
         offsets = tuple(ctx.extra.get("shard_offsets", (0,) * len(shape)))
         dtype = getattr(tf, op.attrs["dtype"].name)
         key = seed_for(op.name, ctx.seed, init.seed)
-        previous = tf.compat.v1.get_collection(self._CHAIN)[-1:]
-        with tf.name_scope(f"{op.name}/initial_value"), tf.control_dependencies(previous):
+        with tf.name_scope(f"{op.name}/initial_value"):
             value = init.shard(tf, shape, dtype, key, offsets, local, name=op.name)
-        variable = tf.compat.v1.get_variable(op.name, initializer=value, trainable=op.attrs["trainable"])
-        tf.compat.v1.add_to_collection(self._CHAIN, variable.initializer)
-        return [variable]
+        return [tf.compat.v1.get_variable(op.name, initializer=value, trainable=op.attrs["trainable"])]
 
 
 def placeholder(dtype, shape=None, name: str | None = None):
