@@ -101,7 +101,7 @@ class FuzzReport:
     def coverage(self) -> dict[str, set]:
         """Step kinds, reuse choices, plan kinds and model features that ran."""
         feats = set().union(*(set(r.record.get("features", ())) for r in self.runs)) if self.runs else set()
-        labels = {r.label.split(" (")[0].split(" ")[0] for r in self.runs}
+        labels = {"frontier" if r.label.startswith("frontier") else r.label for r in self.runs}
         roles = {r.label.split("(")[1].rstrip(")") for r in self.runs if "(" in r.label}
         return {"step_kinds": {f[5:] for f in feats if f.startswith("step:")},
                 "reuse": {f[6:] for f in feats if f.startswith("reuse:")},
@@ -216,6 +216,8 @@ def _run_ranks(ranks: int, seeds: Sequence[int], args: dict, workdir: str, plan_
                "--frontier-cap", str(args["frontier_cap"]), "--steps", str(args["steps"]), "--out", out_path]
         if after is not None:
             cmd += ["--after", after]
+        if args.get("stall_at"):
+            cmd += ["--stall-at", args["stall_at"]]
         launches += 1
         state.update(current=None, done=False, progress=False)
         code, stalled = _launch_once(cmd, out_path, log_path, plan_timeout_s, args["startup_timeout_s"], on_line)
@@ -240,7 +242,8 @@ def _run_ranks(ranks: int, seeds: Sequence[int], args: dict, workdir: str, plan_
 
 def run_fuzz(seeds: Sequence[int], ranks: Sequence[int] = (2, 4), plans: int = 10, frontier_cap: int = 4,
              steps: int = 2, plan_timeout_s: float = 180.0, startup_timeout_s: float = 600.0,
-             workdir: str | None = None, progress: Callable[[str], None] = lambda line: None) -> FuzzReport:
+             workdir: str | None = None, progress: Callable[[str], None] = lambda line: None,
+             stall_at: str | None = None) -> FuzzReport:
     """Runs the fuzz (one ``mpirun`` job per device count, more only after a hang or error).
 
     Args:
@@ -249,6 +252,8 @@ def run_fuzz(seeds: Sequence[int], ranks: Sequence[int] = (2, 4), plans: int = 1
         startup_timeout_s: extra time for a job's start and its first phase (references
             and plan choice for every model), before any plan runs.
         workdir: where the jobs' result lines and output go (default a new temporary dir).
+        stall_at: "SEED:INDEX": the worker's last rank stops before that plan, so that the
+            watchdog's hang handling can be tested.
 
     Raises:
         ValueError: for empty or non-consecutive seeds, or a device count < 2.
@@ -260,7 +265,8 @@ def run_fuzz(seeds: Sequence[int], ranks: Sequence[int] = (2, 4), plans: int = 1
         raise ValueError(f"run_fuzz: device counts {tuple(ranks)} must be >= 2")
     workdir = workdir or tempfile.mkdtemp(prefix="tensoropt-fuzz-")
     os.makedirs(workdir, exist_ok=True)
-    args = {"plans": plans, "frontier_cap": frontier_cap, "steps": steps, "startup_timeout_s": startup_timeout_s}
+    args = {"plans": plans, "frontier_cap": frontier_cap, "steps": steps, "startup_timeout_s": startup_timeout_s,
+            "stall_at": stall_at}
     start = time.monotonic()
     runs: list[PlanRun] = []
     models: dict = {}

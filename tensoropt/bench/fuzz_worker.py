@@ -131,7 +131,8 @@ def _compare(ref: dict, got: dict, plan: Plan, rtol: float) -> dict:
             "tf_ops": got["tf_ops"]}
 
 
-def _run_model(seed: int, ref: dict | None, plans: list, args, after: tuple[int, int], log, rank: int) -> None:
+def _run_model(seed: int, ref: dict | None, plans: list, args, after: tuple[int, int], log, rank: int,
+               stall_at: tuple[int, int]) -> None:
     """Every plan of one model (rank 0 holds the reference and compares)."""
     model = _record(seed)
     feeds = model.feeds(args.steps)
@@ -143,6 +144,8 @@ def _run_model(seed: int, ref: dict | None, plans: list, args, after: tuple[int,
             continue
         plan = Plan.from_json(plan_json, source=f"fuzz plan {seed}:{index}")
         log({"event": "start", "seed": seed, "index": index, "label": label})
+        if (seed, index) == stall_at and rank == to.runtime.world().size - 1:
+            time.sleep(1e9)   # --stall-at: this rank stops issuing collectives
         got = _run_plan(model, plan, feeds)
         if rank == 0:
             log({"event": "result", "seed": seed, "index": index, "label": label, "option": plan.option,
@@ -165,6 +168,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--after", default=None, help="SEED:INDEX: skip plans up to this one")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--stall-at", default=None,
+                        help="SEED:INDEX: the last rank stops before this plan (tests the hang watchdog)")
     args = parser.parse_args(argv)
     first, stop = (int(x) for x in args.seeds.split(":"))
     after = _parse_position(args.after)
@@ -186,7 +191,8 @@ def main(argv=None) -> int:
         chunk_seeds = seeds[first_index:first_index + chunk]
         refs, plans = _phase1(chunk_seeds, args, comm, log)
         for seed in chunk_seeds:
-            _run_model(seed, refs.get(seed), plans[seed], args, after, log, world.rank)
+            _run_model(seed, refs.get(seed), plans[seed], args, after, log, world.rank,
+                       _parse_position(args.stall_at))
     log({"event": "done"})
     comm.Barrier()
     return 0

@@ -57,10 +57,21 @@ def test_every_model_ran_at_least_ten_plans_over_both_device_counts(report):
 
 def test_the_plans_cover_the_frontier_steps_reuse_choices_and_model_features(report):
     cov = report.coverage()
-    assert {"least memory", "fastest", "turning point", "data", "sampled"} <= cov["plan_kinds"], cov["plan_kinds"]
+    assert {"least memory", "fastest", "turning point", "data parallel", "sampled"} <= cov["plan_kinds"], \
+        cov["plan_kinds"]
     assert set(PLAN_STEP_KINDS) <= cov["step_kinds"], cov["step_kinds"]
     assert set(REUSE_CHOICES) <= cov["reuse"], cov["reuse"]
     assert {"(2,)", "(4,)", "(2, 2)"} <= cov["meshes"], cov["meshes"]
     assert cov["model_features"] == set(FEATURES)
     issued = set().union(*(set(k for k, n in r.record["collectives"].items() if n) for r in report.runs))
     assert {"allreduce", "allgather", "alltoall", "alltoallv"} <= issued, issued
+
+
+def test_a_rank_that_stops_is_reported_as_a_hang_and_the_run_goes_on(tmp_path):
+    """The last rank stops before model 0's first plan: the watchdog kills the job after
+    the plan timeout, reports that plan as hung, and a new job runs the next plan."""
+    report = run_fuzz(range(1), ranks=(2,), plans=2, frontier_cap=1, plan_timeout_s=30,
+                      workdir=str(tmp_path), stall_at="0:0")
+    assert [(r.seed, r.index, r.status) for r in report.runs] == [(0, 0, "hang"), (0, 1, "ok")]
+    assert report.launches == 2 and not report.failures
+    assert report.hangs[0].record["stalled_after_s"] == 30
