@@ -113,9 +113,16 @@ def main(argv=None) -> int:
               f"parameters {param_bytes / GIB:.3f} GiB; {world.size} rank(s), every kernel split "
               f"{world.size} ways; first loss {float(value):.4f}")
         print(f"{'rank':>4} {'VmRSS before build':>19} {'VmHWM after init':>17} {'peak VmHWM':>11} "
-              f"{'params held':>12} {'peak / params':>14} {'build s':>8}")
+              f"{'peak - before':>14} {'params held':>12} {'peak / params':>14} {'build s':>8}")
         for rank, rss, init_hwm, hwm, held_bytes, seconds in rows:
             print(f"{rank:>4} {rss / GIB:>15.3f} GiB {init_hwm / GIB:>13.3f} GiB {hwm / GIB:>7.3f} GiB "
-                  f"{held_bytes / GIB:>8.3f} GiB {hwm / param_bytes:>13.0%} {seconds:>8.1f}")
+                  f"{(hwm - rss) / GIB:>10.3f} GiB {held_bytes / GIB:>8.3f} GiB {hwm / param_bytes:>13.0%} "
+                  f"{seconds:>8.1f}")
     comm.Barrier()
     return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
