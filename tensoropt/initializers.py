@@ -12,8 +12,10 @@ can make its shard of a variable without ever holding the whole variable:
   keyed by ``(variable key, i)``; the variable key comes from the variable's name, the
   initializer's seed and the graph seed (``seed_for``).
 - A shard is the union of the whole or partial blocks it overlaps. One process (whole
-  tensors) and every plan's shards therefore hold the same values, and a rank's peak
-  memory while initializing is its shard plus one block, not the whole variable.
+  tensors) and every plan's shards therefore hold the same values, and no rank ever
+  holds a whole variable: ``Lowered.initialize`` makes one variable per
+  ``session.run``, so initializing needs a rank's shards plus about one shard of
+  temporaries.
 
 Initial values thus differ from what ``tf.compat.v1``'s own initializers draw for the
 same seed (the distribution is the same). To start a TensorFlow script and its TensorOpt
@@ -133,7 +135,7 @@ class Initializer:
             raise ValueError(f"variable {name!r}: {self!r} draws random floats, but the variable "
                              f"is {dtype.name}; use zeros/ones/constant_initializer for it")
         draw = _sampler(tf, self.tf_name, kw, shape, dtype)
-        return _assemble(tf, shape, offsets, local, dtype, key, draw)
+        return _assemble(tf, shape, offsets, local, key, draw)
 
 
 def _constant_box(value: np.ndarray, shape, offsets, local, name) -> np.ndarray:
@@ -219,9 +221,10 @@ def block_shape(shape: Sequence[int], block_elements: int | None = None) -> tupl
     return tuple(b)
 
 
-def _assemble(tf, shape, offsets, local, dtype, key: int, draw):
+def _assemble(tf, shape, offsets, local, key: int, draw):
     """The box from whole/partial blocks; block ``i`` is drawn with Philox key
-    ``key * 2**32 + i``."""
+    ``key * 2**32 + i``. Bands along axis 0 are drawn one after another (control
+    dependencies), then concatenated."""
     if not shape:  # a scalar: one block
         return draw([], key << 32)
     blocks = block_shape(shape)
@@ -236,6 +239,7 @@ def _assemble(tf, shape, offsets, local, dtype, key: int, draw):
         index = 0
         for c, g in zip(coords, grid):
             index = index * g + c
+        assert index < 1 << 32, (shape, blocks)
         full = [min(b, n - c * b) for c, b, n in zip(coords, blocks, shape)]
         value = draw(full, (key << 32) | index)
         size = [stop - start for _, start, stop in parts]
