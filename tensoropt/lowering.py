@@ -33,6 +33,14 @@ class Lowered:
     train_ops: dict[int, Any] = field(default_factory=dict)  # id(TrainStep) -> tf op
     init_op: Any = None
 
+    def initialize(self, session) -> None:
+        """Initializes every variable (parameters and optimizer slots), one
+        ``session.run`` each: each run frees its temporaries (a shard's random blocks)
+        before the next, where one run of ``init_op`` kept every variable's until its end
+        (a rank's peak was then about twice its shards)."""
+        for variable in self.tf_graph.get_collection("variables"):
+            session.run(variable.initializer)
+
 
 def whole_tensor_context(op: Operation, seed: int | None) -> LoweringContext:
     """The context of an op computed whole on one device."""
@@ -82,8 +90,35 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
 
 
 def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None):
+    """``optimizer.minimize``, with the gradient of every variable that only embedding
+    lookups read given as the rows where it is non-zero (``_nonzero_rows``)."""
     optimizer = step.optimizer.to_tensorflow(tf)
     if wrap_optimizer is not None:
         optimizer = wrap_optimizer(optimizer)
     var_list = [lowered.variables[v] for v in step.var_list]
-    return optimizer.minimize(lowered.tensors[step.loss], var_list=var_list)
+    row_sparse = {lowered.variables[v] for v in step.var_list if _only_looked_up(v)}
+    grads = optimizer.compute_gradients(lowered.tensors[step.loss], var_list=var_list)
+    grads = [(_nonzero_rows(tf, g) if g is not None and v in row_sparse else g, v) for g, v in grads]
+    return optimizer.apply_gradients(grads)
+
+
+def _only_looked_up(variable) -> bool:
+    consumers = variable.consumers()
+    return bool(consumers) and all(op.kind == "embedding_lookup" and op.inputs[0] is variable
+                                   and variable not in op.inputs[1:] for op in consumers)
+
+
+def _nonzero_rows(tf, grad):
+    """The gradient as the rows (along axis 0) where it is non-zero, an IndexedSlices.
+
+    On one process TensorFlow hands an embedding table's optimizer the looked-up rows
+    (IndexedSlices), and Momentum then updates those rows only. A plan's collectives
+    deliver the same gradient dense (or, with the vocabulary split, with rows masked to
+    zero), and a dense Momentum update moves every row. Giving every plan, and the single
+    process, the non-zero rows makes them update the same rows: the looked-up ones, except
+    a looked-up row whose whole gradient is exactly zero.
+    """
+    dense = tf.convert_to_tensor(grad)
+    flat = tf.reshape(dense, [tf.shape(dense)[0], -1])
+    rows = tf.reshape(tf.where(tf.reduce_any(tf.not_equal(flat, 0), axis=1)), [-1])
+    return tf.IndexedSlices(tf.gather(dense, rows), rows, tf.shape(dense, out_type=tf.int64))

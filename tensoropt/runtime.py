@@ -310,7 +310,7 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     # the plan already fixed what runs where.
     config.graph_options.rewrite_options.disable_meta_optimizer = True
     session = tf.compat.v1.Session(graph=lowered.tf_graph, config=config)
-    session.run(lowered.init_op)
+    lowered.initialize(session)
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
     _runtime.sharding = sharding
 

@@ -6,18 +6,23 @@
     python -m tensoropt.bench approximation [--model paper_vgg16] [--devices 8]
     mpirun -np 2 python -m tensoropt.bench plans_memory [--model transformer] [--plans 50]
     python -m tensoropt.bench summary_size [--model paper_vgg16] [--devices 8] [--epsilon 0.05]
+    python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
+    mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
+    python -m tensoropt.bench simulator [--changes 1]
 """
 
 import sys
 
 BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.frontiers",
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
-           "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size"}
+           "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
+           "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
+           "simulator": "tensoropt.simulator.bench"}
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in BENCHES:
-        print(f"usage: python -m tensoropt.bench {{{','.join(BENCHES)}}} [options]; run under mpirun",
+        print(f"usage: python -m tensoropt.bench {{{','.join(BENCHES)}}} [options] (see each module's docstring)",
               file=sys.stderr)
         return 2
     import importlib

@@ -167,7 +167,11 @@ class PlanSharding:
                     again = [tf.identity(x) if i in steps else x for i, x in enumerate(xs)]
                 converted, ys2 = local(again, "/rebuild")
                 wrt = [c for c, f in zip(converted, differentiable) if f]
-                grads = iter(tf.gradients(ys2, wrt, grad_ys=dys) if wrt else [])
+                # stop_gradients: each input's own partial derivative. A rebuilt input
+                # may depend on another input of the op (h * sigmoid(sum(h))); without it
+                # the other input's gradient would also count the path through the rebuilt
+                # one, which the outer backward already follows.
+                grads = iter(tf.gradients(ys2, wrt, grad_ys=dys, stop_gradients=wrt) if wrt else [])
                 result = []
                 for i, c in enumerate(converted):
                     g = next(grads) if differentiable[i] else None

@@ -20,6 +20,10 @@ Models (one module per family):
 ``tensoropt.models.summary.summarize()`` gives each model's op count, parameter and
 saved-activation bytes.
 
+``generate_model(seed)`` (``generated.py``) records a small random model over the whole
+op set instead, for parity fuzzing (``python -m tensoropt.bench fuzz`` and
+``tests/parallel/test_generated_parity.py``); it is not in the named registry.
+
 Usage::
 
     import tensoropt as to
@@ -37,9 +41,10 @@ from tensoropt.models import (alexnet, cnn, inception, lstm, mlp, resnet,  # noq
                               transformer, vgg)
 from tensoropt.models._registry import (IntRange, ModelEntry, ModelSpec, UnknownModelError, build,
                                         describe, get_entry, names)
+from tensoropt.models.generated import GeneratedModel, generate_model
 
 __all__ = ["ModelSpec", "ModelEntry", "IntRange", "UnknownModelError", "build", "names", "describe",
-           "get_entry", "TABLE1_PARAM_GIB", "PASE_BENCHMARKS"]
+           "get_entry", "TABLE1_PARAM_GIB", "PASE_BENCHMARKS", "generate_model", "GeneratedModel"]
 
 #: TensorOpt paper, Table 1 (and Table 4 for Transformer-S): parameter sizes in GiB.
 TABLE1_PARAM_GIB = {

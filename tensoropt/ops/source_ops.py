@@ -58,25 +58,23 @@ class PlaceholderDef(_SourceDef):
 
 @register
 class VariableDef(_SourceDef):
+    """A variable. Each process creates only its shard, drawn directly (never sliced out of
+    the whole value), with the values one process would hold there: see
+    ``tensoropt.initializers``. ``ctx.extra["shard_offsets"]`` places the shard in the
+    logical tensor (zeros, the whole tensor, when absent)."""
+
     kind = "variable"
 
     def lower(self, tf, op, inputs, ctx: LoweringContext):
         init: Initializer = op.attrs["initializer"]
-        full_shape = op.outputs[0].shape
-        seed = seed_for(op.name, ctx.seed)
+        shape = tuple(op.outputs[0].shape)
+        local = tuple(ctx.output_shapes[0])
+        offsets = tuple(ctx.extra.get("shard_offsets", (0,) * len(shape)))
         dtype = getattr(tf, op.attrs["dtype"].name)
-        tf_init = init.to_tensorflow(tf, seed)
-        local_shape = tuple(ctx.output_shapes[0])
-        if local_shape == tuple(full_shape):
-            value = tf_init
-        else:
-            # A shard starts from the slice of the full tensor a single process would make.
-            offsets = ctx.extra["shard_offsets"]
-            full = tf_init(full_shape, dtype=dtype)
-            value = tf.slice(full, offsets, local_shape)
-        return [tf.compat.v1.get_variable(op.name, shape=local_shape if value is tf_init else None,
-                                          dtype=dtype, initializer=value,
-                                          trainable=op.attrs["trainable"])]
+        key = seed_for(op.name, ctx.seed, init.seed)
+        with tf.name_scope(f"{op.name}/initial_value"):
+            value = init.shard(tf, shape, dtype, key, offsets, local, name=op.name)
+        return [tf.compat.v1.get_variable(op.name, initializer=value, trainable=op.attrs["trainable"])]
 
 
 def placeholder(dtype, shape=None, name: str | None = None):

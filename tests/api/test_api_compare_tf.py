@@ -1,7 +1,10 @@
 """A script ported from tf.compat.v1 to tensoropt trains to the same losses.
 
 Each pair of scripts under scripts/ differs only in the import and in the three
-TensorOpt calls; both train 5 steps from the same initial values.
+TensorOpt calls; both train 5 steps from the same initial values. Those are made by
+numpy and passed through ``constant_initializer``: TensorOpt draws its own random initial
+values shard by shard (``tensoropt.initializers``), so its glorot values are not
+TensorFlow's for the same seed.
 """
 
 import difflib

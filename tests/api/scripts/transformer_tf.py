@@ -1,13 +1,30 @@
 """A small Transformer encoder trained with TensorFlow 1.x, for comparison with transformer_to.py.
 
-The two files differ only in the import and in the three TensorOpt calls.
+The two files differ only in the import and in the three TensorOpt calls. Both start
+from the same initial values, made by numpy.
 """
 
 import math
 
+import numpy as np
+
 import tensorflow.compat.v1 as tf
 
 BATCH, SEQ, VOCAB, D_MODEL, HEADS, D_FF, LAYERS = 4, 6, 11, 16, 2, 32, 2
+
+
+def glorot(shape, seed):
+    """Glorot-uniform values made by numpy, so that both scripts start from the same ones."""
+    fan_in, fan_out = np.prod(shape[:-1]), shape[-1] * np.prod(shape[:-2])
+    limit = np.sqrt(6.0 / (fan_in + fan_out))
+    values = np.random.default_rng(seed).uniform(-limit, limit, shape).astype(np.float32)
+    return tf.constant_initializer(values)
+
+
+def normal(shape, stddev, seed):
+    """Normal values made by numpy, so that both scripts start from the same ones."""
+    values = np.random.default_rng(seed).normal(0.0, stddev, shape).astype(np.float32)
+    return tf.constant_initializer(values)
 
 
 def layer_norm(x, name):
@@ -18,7 +35,7 @@ def layer_norm(x, name):
 
 
 def dense(x, n_in, n_out, name, seed):
-    w = tf.get_variable(name + "/w", [n_in, n_out], initializer=tf.glorot_uniform_initializer(seed=seed))
+    w = tf.get_variable(name + "/w", [n_in, n_out], initializer=glorot([n_in, n_out], seed))
     b = tf.get_variable(name + "/b", [n_out], initializer=tf.zeros_initializer())
     return tf.reshape(tf.matmul(tf.reshape(x, [BATCH * SEQ, n_in]), w) + b, [BATCH, SEQ, n_out])
 
@@ -43,8 +60,8 @@ def train(batches, learning_rate=1e-2):
         tf.set_random_seed(99)
         tokens = tf.placeholder(tf.int32, [BATCH, SEQ], name="tokens")
         targets = tf.placeholder(tf.int32, [BATCH, SEQ], name="targets")
-        embedding = tf.get_variable("embedding", [VOCAB, D_MODEL], initializer=tf.random_normal_initializer(stddev=0.5, seed=5))
-        position = tf.get_variable("position", [SEQ, D_MODEL], initializer=tf.random_normal_initializer(stddev=0.1, seed=6))
+        embedding = tf.get_variable("embedding", [VOCAB, D_MODEL], initializer=normal([VOCAB, D_MODEL], 0.5, 5))
+        position = tf.get_variable("position", [SEQ, D_MODEL], initializer=normal([SEQ, D_MODEL], 0.1, 6))
         x = tf.nn.embedding_lookup(embedding, tokens) + position
         for i in range(LAYERS):
             x = encoder_layer(x, i)
