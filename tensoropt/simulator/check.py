@@ -39,6 +39,7 @@ What it does:
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
@@ -150,7 +151,7 @@ def checked_indices(points, budget: int, mini_time_index: int) -> list[int]:
         raise ValueError(f"budget={budget}: simulate at least 1 plan")
     if n <= budget:
         return list(range(n))
-    chosen = {0, n - 1, turning_point(points), mini_time_index}
+    chosen = {0, n - 1, turning_point(SimpleNamespace(points=list(points))), mini_time_index}
     for x in np.linspace(0, n - 1, budget).round().astype(int).tolist():
         if len(chosen) >= budget:
             break
