@@ -133,7 +133,7 @@ def mpirun_command(n: int) -> str:
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                  max_candidates: int | None = None, threads: int = 1):
+                  max_candidates: int | None = None, threads: int = 1, simulate=False):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -155,6 +155,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             whose exact search would take hours (the paper Transformer on 16 devices).
             It bounds work, not error: ``plan.notes`` gives the error bound reached.
         threads: Frontier-Tracking threads on rank 0.
+        simulate: False (default), "auto", "all" or "chosen": rank 0 also runs the
+            simulator's check of the chosen device count's frontier (see
+            ``tensoropt.simulator.attach``), attached to ``search_strategy(...)``'s result
+            as ``simulator_check``; it warns, with both numbers, when the chosen plan's
+            simulated peak exceeds the memory limit. Not for "profiling".
 
     Returns:
         The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
@@ -170,14 +175,14 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             would fit.
     """
     summary = search_strategy(option, memory_limit, parallelism, parallelisms, cost_model, cluster,
-                              graph, epsilon, max_candidates, threads)
+                              graph, epsilon, max_candidates, threads, simulate)
     return summary.profile if option == "profiling" else summary.chosen
 
 
 def search_strategy(option: str = "mini_time", memory_limit: float | None = None,
                     parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                    max_candidates: int | None = None, threads: int = 1):
+                    max_candidates: int | None = None, threads: int = 1, simulate=False):
     """``find_strategy``'s search, whole: a ``tensoropt.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
@@ -197,8 +202,11 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     from tensoropt.search import SearchOptions  # noqa: PLC0415 - search code loads only when searching
     from tensoropt.summary import SearchSummary  # noqa: PLC0415
 
+    from tensoropt.simulator.attach import simulate_mode  # noqa: PLC0415
+
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
+        simulate = simulate_mode(simulate)
     except ValueError as e:
         raise ValueError(f"find_strategy: {e}") from None
     graph = graph or get_default_graph()
@@ -209,7 +217,7 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     if w.rank == 0:
         try:
             outcome = ("summary", _search(option, graph, memory_limit, parallelism, parallelisms,
-                                          cost_model, cluster, search).to_bytes())
+                                          cost_model, cluster, search, simulate).to_bytes())
         except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
             if _runtime.comm is None or w.size == 1:
                 raise
@@ -232,8 +240,10 @@ def _sendable(error: Exception) -> Exception:
         return RuntimeError(f"find_strategy failed on rank 0: {type(error).__name__}: {error}")
 
 
-def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
+def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search,
+            simulate=None):
     from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
+    from tensoropt.simulator.attach import frontier_observer  # noqa: PLC0415
 
     from tensoropt.cluster import get_cluster  # noqa: PLC0415
 
@@ -241,7 +251,7 @@ def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, 
     if option == "mini_time":  # at the job's parallelism unless told otherwise
         parallelism = parallelism or world().size
     return strategy.search_summary(graph, cluster, option, memory_limit, parallelism, parallelisms,
-                                   cost_model, search)
+                                   cost_model, search, observe=frontier_observer(simulate))
 
 
 def local_cluster():

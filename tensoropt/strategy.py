@@ -106,12 +106,16 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
 
 def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float | None = None,
                 parallelism: int | None = None, cost_model: str = "analytical",
-                progress: Callable | None = None, search: SearchOptions | None = None) -> SearchSummary:
+                progress: Callable | None = None, search: SearchOptions | None = None,
+                observe: Callable | None = None) -> SearchSummary:
     """The plan ``option`` asks for (``summary.chosen``), with its frontier and the
     data-parallel plan beside it.
 
     With ``SearchOptions(epsilon=e)`` the plan found is at most (1 + e) times slower
-    than the exact search's, for no more memory.
+    than the exact search's, for no more memory. ``observe(summary, result, cluster,
+    limit)``, when given, is called with the summary and the ``SearchResult`` it came from,
+    and its return value is returned instead (``find_strategy(simulate=...)`` attaches the
+    simulator's check so).
 
     Raises:
         NoPlanFitsError: when no plan fits; it gives the least memory any plan needs and
@@ -127,18 +131,25 @@ def choose_plan(graph, cluster, option: str = "mini_time", memory_limit: float |
         row = _row(result, limit, cluster)
         if row.plan is None:
             raise _no_fit(graph, cluster, n, result, limit, cost_model, search)
-        return SearchSummary(option, (row,), row.plan)
+        return _observed(SearchSummary(option, (row,), row.plan), observe, result, cluster, limit)
     if option == "mini_parallelism":
         last = None
         for n in candidate_parallelisms(parallelism or cluster.devices):
             result = frontier_for(graph, cluster, n, cost_model, progress, search, option)
             row = _row(result, limit, cluster)
             if row.plan is not None:
-                return SearchSummary(option, (row,), row.plan)
+                return _observed(SearchSummary(option, (row,), row.plan), observe, result, cluster, limit)
             last = (n, result)
         raise _no_fit(graph, cluster, last[0], last[1], limit, cost_model, search)
     raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                      "profile_parallelisms for profiling")
+
+
+def _observed(summary: SearchSummary, observe: Callable | None, result: SearchResult, cluster,
+              limit: float) -> SearchSummary:
+    """``summary``, with ``observe(summary, result, cluster, limit)``'s result in its stead
+    when an observer is given (``find_strategy(simulate=...)`` attaches its check so)."""
+    return summary if observe is None else observe(summary, result, cluster, limit)
 
 
 def _row(result: SearchResult, limit: float, cluster) -> ProfileRow:
@@ -187,10 +198,12 @@ def profile_parallelisms(graph, cluster, parallelisms: Sequence[int], memory_lim
 
 def search_summary(graph, cluster, option: str, memory_limit: float | None = None,
                    parallelism: int | None = None, parallelisms: Sequence[int] | None = None,
-                   cost_model: str = "analytical", search: SearchOptions | None = None) -> SearchSummary:
+                   cost_model: str = "analytical", search: SearchOptions | None = None,
+                   observe: Callable | None = None) -> SearchSummary:
     """``find_strategy``'s search on one process: ``choose_plan`` for "mini_time" and
     "mini_parallelism", ``profile_parallelisms`` for "profiling" (over ``parallelisms``,
-    default 1, 2, 4, ... up to ``parallelism`` or the cluster's devices)."""
+    default 1, 2, 4, ... up to ``parallelism`` or the cluster's devices). ``observe``:
+    as ``choose_plan``'s (not called for "profiling")."""
     from tensoropt.cluster import get_cluster
 
     cluster = get_cluster(cluster)
@@ -198,4 +211,5 @@ def search_summary(graph, cluster, option: str, memory_limit: float | None = Non
         counts = parallelisms or candidate_parallelisms(parallelism or cluster.devices)
         return SearchSummary(option, tuple(profile_parallelisms(graph, cluster, counts, memory_limit,
                                                                 cost_model, search=search)), None)
-    return choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model, search=search)
+    return choose_plan(graph, cluster, option, memory_limit, parallelism, cost_model, search=search,
+                       observe=observe)

@@ -169,7 +169,8 @@ def _mini_time_index(points, limit: Optional[float]) -> int:
 def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = None,
                    options: Optional[SimOptions] = None, budget: int = 64,
                    verify_every: int = 8, window: int = 8,
-                   simulator: Optional[PlanSimulator] = None) -> FrontierCheck:
+                   simulator: Optional[PlanSimulator] = None,
+                   only: Optional[list[int]] = None) -> FrontierCheck:
     """Simulates ``search_result``'s frontier in FT's order (see the module doc).
 
     Args:
@@ -181,6 +182,8 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
         verify_every: also simulate every this many checked plans in full (>= 1).
         window: recent states to delta from.
         simulator: a ``PlanSimulator`` to reuse (its fragments are cached).
+        only: simulate just these frontier positions (e.g. the chosen plan's) instead of
+            choosing them by ``budget``.
 
     Raises:
         ValueError: a bad budget or verify_every, or a result without its search space.
@@ -194,7 +197,11 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
     sim = simulator or PlanSimulator(space.graph, space.model, cluster, options, window=window)
     points = search_result.plans.points
     mini = _mini_time_index(points, memory_limit)
-    indices = checked_indices(points, budget, mini)
+    indices = sorted(set(only)) if only is not None else checked_indices(points, budget, mini)
+    if not indices or not 0 <= indices[0] <= indices[-1] < len(points):
+        raise ValueError(f"only={only!r}: give frontier positions 0 .. {len(points) - 1}")
+    if mini not in indices:
+        indices = sorted(indices + [mini])
     rows, sim_t, sim_m, mismatches = [], [], [], []
     full_s = delta_s = 0.0
     verified = timed = 0
