@@ -38,6 +38,7 @@ What it does:
 
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 from dataclasses import asdict, dataclass
@@ -50,6 +51,7 @@ from tensoropt.simulator.order_stats import adjacent_inversions, dominated, kend
 from tensoropt.simulator.plan_options import SimOptions
 from tensoropt.simulator.plan_sim import PlanSimulator
 from tensoropt.simulator.result import summarize
+from tensoropt.simulator.trace import chrome_trace
 
 __all__ = ["CheckRow", "FrontierCheck", "check_frontier", "checked_indices"]
 
@@ -120,6 +122,19 @@ class FrontierCheck:
                 "delta_speedup": self.delta_speedup,
                 "collective_order": self.options.collective_order, "ranks": self.options.ranks}
 
+    def table(self) -> str:
+        """Per checked plan: estimated and simulated time and peak memory, and exposed
+        network time (data parallel last), then the summary."""
+        gib = 2.0 ** 30
+        lines = [f"{'plan':>6} {'est GiB':>9} {'sim peak GiB':>13} {'est time s':>11} "
+                 f"{'sim time s':>11} {'exposed net s':>14}"]
+        for r in self.rows:
+            label = "DP" if r.index < 0 else str(r.index)
+            lines.append(f"{label:>6} {r.estimated_memory_bytes / gib:>9.3f} "
+                         f"{r.simulated_peak_bytes / gib:>13.3f} {r.estimated_time_s:>11.4g} "
+                         f"{r.simulated_time_s:>11.4g} {r.exposed_network_s:>14.4g}")
+        return "\n".join(lines + self.summary_lines())
+
     def summary_lines(self) -> list[str]:
         """The check's summary, a few lines for a table."""
         def f(x, fmt):
@@ -170,7 +185,8 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
                    options: Optional[SimOptions] = None, budget: int = 64,
                    verify_every: int = 8, window: int = 8,
                    simulator: Optional[PlanSimulator] = None,
-                   only: Optional[list[int]] = None) -> FrontierCheck:
+                   only: Optional[list[int]] = None,
+                   trace_dir: Optional[str] = None) -> FrontierCheck:
     """Simulates ``search_result``'s frontier in FT's order (see the module doc).
 
     Args:
@@ -184,12 +200,17 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
         simulator: a ``PlanSimulator`` to reuse (its fragments are cached).
         only: simulate just these frontier positions (e.g. the chosen plan's) instead of
             choosing them by ``budget``.
+        trace_dir: an existing directory to write each checked plan's Chrome trace to
+            (``plan{index}.json``, ``data_parallel.json``).
 
     Raises:
         ValueError: a bad budget or verify_every, or a result without its search space.
     """
     if isinstance(verify_every, bool) or not isinstance(verify_every, int) or verify_every < 1:
         raise ValueError(f"verify_every={verify_every!r}: give an int >= 1")
+    if trace_dir is not None and not (os.path.isdir(trace_dir) and os.access(trace_dir, os.W_OK)):
+        raise ValueError(f"cannot write traces to {os.fspath(trace_dir)!r}: give an existing, "
+                         "writable directory")
     space, track = search_result.space, search_result.track
     if space is None or track is None:
         raise ValueError("check_frontier needs the SearchResult of search_frontier (with its "
@@ -232,6 +253,8 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
                                      peak_memory_bytes(full) == peak_memory_bytes(timeline)):
             mismatches.append(i)
         r = summarize(timeline)
+        if trace_dir is not None:
+            chrome_trace(r, os.path.join(trace_dir, f"plan{i}.json" if i >= 0 else "data_parallel.json"))
         rows.append(CheckRow(i, float(est_t), r.makespan_s, float(est_m), r.peak_memory_bytes,
                              r.exposed_network_s, timeline.graph.num_tasks))
         if i >= 0:
