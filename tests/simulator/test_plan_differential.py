@@ -72,24 +72,37 @@ def test_the_representative_rank_equals_every_rank(order):
             assert times[task + "#r0"] == se
 
 
-def test_the_collective_order_is_the_one_the_builder_issues():
-    """The builder's issue order, read from a rank's TensorFlow graph (RecordingHorovod)."""
+def _collective_order(sim, plan):
+    t = sim.simulate_full(sim.versions_for_plan(plan))
+    g = t.graph
+    return [g.names[i] for i in t.order.tolist() if g.kind(i) == "collective"]
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "lstm"])
+def test_the_collective_order_is_the_schedules_for_every_parity_plan(name):
+    graph, model, result = plan_models.parity_search(name)
+    sim = PlanSimulator(graph, model, plan_models.cluster(4))
+    for plan in plan_models.parity_plans(result):
+        assert _collective_order(sim, plan) == [c.name for c in collective_schedule(graph, plan)]
+
+
+@pytest.mark.parametrize("name,count", [("mlp", 1), pytest.param("lstm", 3, marks=pytest.mark.slow)])
+def test_the_collective_order_is_the_one_the_builder_issues(name, count):
+    """The builder's issue order, read from a rank's TensorFlow graph (RecordingHorovod).
+    (tests/execution/test_schedule.py shows the builder issues the schedule for every
+    parity plan; the test above, that the simulator follows the schedule.)"""
     from tensoropt._tf import import_tensorflow
     from tensoropt.execution import PlanSharding
     from tensoropt.execution.recording_hvd import RecordingHorovod, issue_order
     from tensoropt.lowering import lower_graph
 
     tf = import_tensorflow()
-    for name in ("mlp", "lstm"):
-        graph, model, result = plan_models.parity_search(name)
-        sim = PlanSimulator(graph, model, plan_models.cluster(4))
-        for k, plan in enumerate(plan_models.parity_plans(result, count=2)):
-            hvd = RecordingHorovod(tf, 4)
-            lowered = lower_graph(graph, tf, PlanSharding(graph, plan, k % 4, hvd, hvd.process_sets()))
-            t = sim.simulate_full(sim.versions_for_plan(plan))
-            g = t.graph
-            simulated = [g.names[i] for i in t.order.tolist() if g.kind(i) == "collective"]
-            assert simulated == issue_order(lowered.tf_graph, hvd), f"{name} plan {k}"
+    graph, model, result = plan_models.parity_search(name)
+    sim = PlanSimulator(graph, model, plan_models.cluster(4))
+    for k, plan in enumerate(plan_models.parity_plans(result, count=count)):
+        hvd = RecordingHorovod(tf, 4)
+        lowered = lower_graph(graph, tf, PlanSharding(graph, plan, k % 4, hvd, hvd.process_sets()))
+        assert _collective_order(sim, plan) == issue_order(lowered.tf_graph, hvd), f"{name} plan {k}"
 
 
 def test_the_trace_of_a_plan_has_its_tasks_collectives_and_peak(tmp_path):
