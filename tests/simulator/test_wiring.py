@@ -83,3 +83,12 @@ def test_cli_simulate_names_what_to_fix(tmp_path, capsys):
     with pytest.raises(SystemExit, match="cannot write the trace"):
         cli_main(["simulate", *args, "--devices", "4", "--plan", str(plan_path),
                   "--trace", str(tmp_path / "no" / "t.json")])
+
+
+def test_cli_simulate_with_profiled_costs_and_no_profile_names_the_command(tmp_path, monkeypatch):
+    args = ["--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16", "--devices", "4"]
+    plan_path = tmp_path / "plan.json"
+    assert cli_main(["plan", *args, "--out", str(plan_path)]) == 0
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(tmp_path / "none.json"))
+    with pytest.raises(SystemExit, match="tensoropt calibrate"):
+        cli_main(["simulate", *args, "--cost-model", "profiled", "--plan", str(plan_path)])
