@@ -15,7 +15,7 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.report import plans_table
+from tensoropt.cli.report import plans_table
 from tensoropt.stats import graph_stats
 
 

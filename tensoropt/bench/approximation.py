@@ -22,8 +22,8 @@ import tensoropt as to
 from frontier import track
 from tensoropt import models
 from tensoropt.cluster import get_cluster
-from tensoropt.search import cost_graph
-from tensoropt.strategy import make_cost_model
+from tensoropt.search.driver import cost_graph
+from tensoropt.search.strategy import make_cost_model
 
 
 def actual_errors(exact: list[tuple[float, float]], approx: list[tuple[float, float]]):

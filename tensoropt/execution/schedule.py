@@ -67,7 +67,7 @@ class CollectiveCall:
         name: the horovod tensor name the builder gives it.
         mesh: the device mesh it runs on.
         axis: the mesh axis whose groups run it (None: all ranks, for alltoallv).
-        nbytes: bytes per rank, as ``tensoropt.collectives`` counts them (allreduce: the
+        nbytes: bytes per rank, as ``tensoropt.costs.collective_times`` counts them (allreduce: the
             buffer reduced; allgather: the gathered buffer; alltoall: the buffer each rank
             holds; alltoallv: the most bytes any rank receives).
         phase: "forward", "backward" or "rebuild".

@@ -23,6 +23,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import tensoropt as to
+from tensoropt import models
+from tensoropt.cluster import get_cluster
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import SAFETY_MARGIN, frontier_for
+from tensoropt.simulator.check import check_frontier
+
 __all__ = ["run_frontier", "print_frontier", "DEFAULT_MODELS"]
 
 DEFAULT_MODELS = ("paper_vgg16@8", "paper_wide_resnet@16")
@@ -31,13 +38,6 @@ DEFAULT_MODELS = ("paper_vgg16@8", "paper_wide_resnet@16")
 def run_frontier(spec: str, epsilon: float = 0.05, budget: int = 64,
                  verify_every: int = 4) -> dict[str, Any]:
     """Searches and checks one ``model@devices``; returns the figures."""
-    import tensoropt as to
-    from tensoropt import models
-    from tensoropt.cluster import get_cluster
-    from tensoropt.search import SearchOptions
-    from tensoropt.simulator.check import check_frontier
-    from tensoropt.strategy import SAFETY_MARGIN, frontier_for
-
     name, _, devices = spec.partition("@")
     if not devices.isdigit():
         raise ValueError(f"{spec!r}: give MODEL@DEVICES, e.g. paper_vgg16@8")

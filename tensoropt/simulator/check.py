@@ -46,6 +46,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tensoropt.search.driver import data_parallel_configs
+from tensoropt.search.strategy import turning_point
 from tensoropt.simulator.memory import peak_memory_bytes
 from tensoropt.simulator.order_stats import adjacent_inversions, dominated, kendall_tau_b
 from tensoropt.simulator.plan_options import SimOptions
@@ -159,8 +161,6 @@ class FrontierCheck:
 
 def checked_indices(points, budget: int, mini_time_index: int) -> list[int]:
     """The frontier positions to simulate, ascending (see module doc)."""
-    from tensoropt.report import turning_point
-
     n = len(points)
     if budget < 1:
         raise ValueError(f"budget={budget}: simulate at least 1 plan")
@@ -233,7 +233,7 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
             est_m, est_t = points[i]
         else:
             dp = search_result.data_parallel_plan()
-            dp_configs = [space.config_index(op, c) for op, c in _dp_configs(space).items()]
+            dp_configs = [space.config_index(op, c) for op, c in data_parallel_configs(space).items()]
             v = sim.choice_versions(space, dp_configs, [-1] * n_edges)
             est_m, est_t = dp.memory_bytes, dp.time_s
         full = None
@@ -281,7 +281,3 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
         delta_s_per_plan=delta_s / timed if timed else 0.0, options=sim.options)
 
 
-def _dp_configs(space) -> dict:
-    from tensoropt.search import data_parallel_configs
-
-    return data_parallel_configs(space)

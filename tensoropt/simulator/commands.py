@@ -21,6 +21,17 @@ import argparse
 import os
 from typing import Any, Optional
 
+import tensoropt as to
+from tensoropt import models
+from tensoropt.cluster import get_cluster
+from tensoropt.plan import Plan
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import SAFETY_MARGIN, SearchSettings, choose_plan
+from tensoropt.simulator.check import check_frontier
+from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator.plan_sim import check_plan_shape, simulate_plan
+from tensoropt.simulator.trace import chrome_trace
+
 __all__ = ["add_simulate_arguments", "frontier_check", "cmd_plan", "cmd_simulate",
            "add_commands"]
 
@@ -46,9 +57,6 @@ def add_simulate_arguments(p: argparse.ArgumentParser) -> None:
 
 def frontier_check(args: argparse.Namespace, result: Any, cluster: Any) -> Optional[Any]:
     """The ``FrontierCheck`` ``frontier --simulate`` asks for, or None."""
-    from tensoropt.simulator.check import check_frontier
-    from tensoropt.strategy import SAFETY_MARGIN
-
     if args.simulate is None:
         if args.trace_dir is not None:
             raise _fail("frontier", ValueError("--trace-dir needs --simulate {auto,all,N}"))
@@ -62,9 +70,6 @@ def frontier_check(args: argparse.Namespace, result: Any, cluster: Any) -> Optio
 
 
 def _record(model: str, size: str):
-    import tensoropt as to
-    from tensoropt import models
-
     to.reset_default_graph()
     models.build(model, size=size)
     return to.get_default_graph()
@@ -72,15 +77,12 @@ def _record(model: str, size: str):
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """``tensoropt plan``: search and save the chosen plan."""
-    from tensoropt.cluster import get_cluster
-    from tensoropt.search import SearchOptions
-    from tensoropt.strategy import choose_plan
-
     try:
         cluster = get_cluster(args.cluster, devices=args.devices)
         graph = _record(args.model, args.size)
-        summary = choose_plan(graph, cluster, args.option, args.memory_limit, cluster.devices,
-                              args.cost_model, search=SearchOptions(epsilon=args.epsilon))
+        settings = SearchSettings(cluster, args.option, args.memory_limit, cluster.devices,
+                                  cost_model=args.cost_model, search=SearchOptions(epsilon=args.epsilon))
+        summary = choose_plan(graph, settings)
         summary.chosen.save(args.out)
     except (ValueError, OSError) as e:
         raise _fail("plan", e) from None
@@ -90,12 +92,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """``tensoropt simulate``: one training step of a saved plan."""
-    from tensoropt.cluster import get_cluster
-    from tensoropt.plan import Plan
-    from tensoropt.simulator.plan_options import SimOptions
-    from tensoropt.simulator.plan_sim import check_plan_shape, simulate_plan
-    from tensoropt.simulator.trace import chrome_trace
-
     try:
         options = SimOptions(collective_order=args.collective_order, ranks=args.ranks)
         if args.trace and not os.access(os.path.dirname(os.path.abspath(args.trace)), os.W_OK):

@@ -29,7 +29,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from tensoropt.cluster import Cluster, get_cluster
 from tensoropt.configs import config_of
+from tensoropt.execution.schedule import check_plan_for_graph, edges_by_input
+from tensoropt.search.strategy import make_cost_model
 from tensoropt.simulator.delta import DeltaSimulator
 from tensoropt.simulator.engine import Timeline
 from tensoropt.simulator.graph import Fragment
@@ -47,8 +50,6 @@ def check_plan_shape(graph, plan, num_devices: int) -> None:
         ValueError: naming the device count to pass (``--devices N``), or the op or edge
             of the graph the plan lacks.
     """
-    from tensoropt.execution.schedule import check_plan_for_graph
-
     if plan.parallelism != num_devices:
         raise ValueError(f"the plan is for {plan.parallelism} device(s), but the cluster has "
                          f"{num_devices}; simulate it with --devices {plan.parallelism} (or a "
@@ -141,8 +142,6 @@ class PlanSimulator:
             ValueError: the plan is for another graph or device count (see
                 ``check_plan_shape``).
         """
-        from tensoropt.execution.schedule import edges_by_input
-
         check_plan_shape(self.ctx.graph, plan, self.ctx.model.num_devices)
         configs = [config_of(plan, op) for op in self.ctx.ops]
         by_input = edges_by_input(plan)
@@ -203,12 +202,8 @@ def simulate_plan(graph, plan, cluster, cost_model: Any = "analytical",
         ValueError: the plan is for another graph or device count, an unknown option
             value, or profiled costs without a calibration profile (naming the command).
     """
-    from tensoropt.cluster import Cluster, get_cluster
-
     if not isinstance(cluster, Cluster):
         cluster = get_cluster(cluster, devices=plan.parallelism)
     if isinstance(cost_model, str):
-        from tensoropt.strategy import make_cost_model
-
         cost_model = make_cost_model(graph, cluster, cluster.devices, cost_model)
     return PlanSimulator(graph, cost_model, cluster, options, window=1).plan_result(plan)

@@ -20,10 +20,10 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt._tf import import_tensorflow
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.execution.accounting import expected_collectives
-from tensoropt.lowering import lower_graph
-from tensoropt.search import sample_plan, search_frontier
+from tensoropt.execution.lowering import lower_graph
+from tensoropt.search.driver import sample_plan, search_frontier
 
 STEPS = 3
 N = 4

@@ -7,8 +7,8 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt.cluster import Cluster, Link
-from tensoropt.costs import CostModel
-from tensoropt.search import sample_plan, search_frontier
+from tensoropt.costs.model import CostModel
+from tensoropt.search.driver import sample_plan, search_frontier
 
 _DRIVER = pathlib.Path(__file__).resolve().parents[1] / "parallel" / "parity_driver.py"
 

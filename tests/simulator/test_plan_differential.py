@@ -94,7 +94,7 @@ def test_the_collective_order_is_the_one_the_builder_issues(name, count):
     from tensoropt._tf import import_tensorflow
     from tensoropt.execution import PlanSharding
     from tensoropt.execution.recording_hvd import RecordingHorovod, issue_order
-    from tensoropt.lowering import lower_graph
+    from tensoropt.execution.lowering import lower_graph
 
     tf = import_tensorflow()
     graph, model, result = plan_models.parity_search(name)
@@ -158,7 +158,7 @@ def test_check_frontier_matches_brute_force():
 
 
 def test_a_budget_keeps_both_ends_the_turning_point_and_mini_time():
-    from tensoropt.report import turning_point
+    from tensoropt.search.strategy import turning_point
     from tensoropt.simulator.check import checked_indices
 
     points = [(float(i), 100.0 / (i + 1)) for i in range(200)]

@@ -9,11 +9,11 @@ import pytest
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.collectives import AnalyticalCollectives
+from tensoropt.costs.collective_times import AnalyticalCollectives
 from tensoropt.configs import config_of
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.execution import collective_schedule
-from tensoropt.search import sample_plan, sampling_space, search_frontier
+from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 from tensoropt.simulator import PlanSimulator, SimOptions, simulate_plan, summarize
 from tensoropt.simulator.memory import peak_memory_bytes
 

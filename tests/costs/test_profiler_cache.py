@@ -8,7 +8,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt.configs import Config, enumerate_configs
-from tensoropt.profiler import (FORMAT, VERSION, AnalyticalCompute, ComputeProfiler, ComputeProvider,
+from tensoropt.costs.profiler import (FORMAT, VERSION, AnalyticalCompute, ComputeProfiler, ComputeProvider,
                                 ProfileCache, local_shard)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from frontier import CostGraph
 from tensoropt.configs import (Config, enumerate_configs, gradient_inputs, input_layout, op_config,
                                output_layout)
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.plan import EdgePlan, OpConfig
 
 __all__ = ["SearchSpace", "EdgeTable", "build_space"]

@@ -16,9 +16,9 @@ cluster's peak FLOP/s). Rank 0 writes the versioned JSON profile that
 
 Usage::
 
-    mpirun -np 4 python -m tensoropt.calibrate --out profiles/local.json --max-bytes 16777216
+    mpirun -np 4 python -m tensoropt.execution.calibration_job --out profiles/local.json --max-bytes 16777216
     # or, in Python under mpirun:
-    from tensoropt.calibrate import calibrate
+    from tensoropt.execution.calibration_job import calibrate
     profile = calibrate("profiles/local.json", max_bytes=2**20, repeats=10)
 
 The collectives run in one TensorFlow graph (graph mode, one op per size so horovod's
@@ -42,9 +42,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tensoropt.cluster import DEFAULT_PROFILE_PATH, physical_memory_bytes
-from tensoropt.collectives import COLLECTIVES, CalibrationProfile
-from tensoropt.process_sets import partition_schemes, register_process_sets, scheme_groups
+from tensoropt._tf import import_tensorflow
+from tensoropt._version import __version__
+from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
+from tensoropt.cluster.mesh import partition_schemes, scheme_groups
+from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
+from tensoropt.execution.process_sets import register_process_sets
 
 __all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
 
@@ -81,9 +84,7 @@ class Calibrator:
 
     def __init__(self, comm: Any = None, process_sets: dict | None = None,
                  intra_threads: int | None = None) -> None:
-        from mpi4py import MPI  # noqa: PLC0415
-
-        from tensoropt._tf import import_tensorflow  # noqa: PLC0415
+        from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when a job is calibrated
 
         self.comm = comm or MPI.COMM_WORLD
         self.MPI = MPI
@@ -104,7 +105,7 @@ class Calibrator:
         if process_sets is None:
             if hvd.is_initialized():
                 raise ValueError("Calibrator: horovod is already initialized; pass process_sets= the map "
-                                 "returned by tensoropt.process_sets.register_process_sets")
+                                 "returned by tensoropt.execution.process_sets.register_process_sets")
             process_sets = register_process_sets(hvd, self.comm)
         self.process_sets = process_sets
         self.intra_threads = intra_threads
@@ -136,7 +137,7 @@ class Calibrator:
             group = self._my_group(group_size, stride)
             if group not in self.process_sets:
                 raise ValueError(f"Calibrator: no process set for group {group}; register them with "
-                                 "tensoropt.process_sets.register_process_sets")
+                                 "tensoropt.execution.process_sets.register_process_sets")
             ps = self.process_sets[group]
             name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B"
             elems = self._elems(collective, nbytes, group_size)
@@ -278,8 +279,6 @@ class Calibrator:
     def build_profile(self, results: dict[tuple[str, int, int, int], float], repeats: int, inner: int = 1,
                       statistic: str = "median", started: float | None = None) -> CalibrationProfile:
         """The profile of ``measure``'s results, with this job's shape, memory and matmul rate."""
-        from tensoropt import __version__  # noqa: PLC0415
-
         started = time.time() if started is None else started
         flops = self.measure_matmul()
         machines = len(set(self.hostnames))

@@ -21,14 +21,20 @@ import json
 import sys
 import time
 
-__all__ = ["main"]
+import tensoropt as to
+from tensoropt import models
+from tensoropt.cli.progress import progress_bar
+from tensoropt.cli.report import frontier_rows, frontier_table, plot_frontier, profile_table
+from tensoropt.cluster import get_cluster
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import SearchSettings, frontier_for, profile_parallelisms
+from tensoropt.simulator.commands import add_commands, add_simulate_arguments, frontier_check
+from tensoropt.stats import graph_stats
+
+__all__ = ["main", "build_parser"]
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    import tensoropt as to
-    from tensoropt import models
-    from tensoropt.stats import graph_stats
-
     rows = []
     for name in models.names():
         to.reset_default_graph()
@@ -56,43 +62,15 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _record(model: str, size: str):
-    import tensoropt as to
-    from tensoropt import models
-
     to.reset_default_graph()
     models.build(model, size=size)
     return to.get_default_graph()
 
 
-def progress_bar(desc: str):
-    """A tqdm bar and the ``progress(phase, done, total)`` callback that drives it."""
-    from tqdm import tqdm
-
-    bar = tqdm(desc=desc, file=sys.stderr, leave=False, mininterval=0.5, miniters=1)
-    shown = {"phase": None}
-
-    def update(phase: str, done: int, total: int) -> None:
-        if phase != shown["phase"]:
-            shown["phase"] = phase
-            bar.reset(total=total)
-            bar.set_description(f"{desc}: {phase}", refresh=False)
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()
-
-    return bar, update
-
-
 def _cmd_frontier(args: argparse.Namespace) -> int:
-    from tensoropt.cluster import get_cluster
-    from tensoropt.report import frontier_rows, frontier_table, plot_frontier
-    from tensoropt.simulator.commands import frontier_check
-    from tensoropt.strategy import frontier_for
-
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster, devices=args.devices)
-    bar, update = progress_bar(f"{args.model} on {cluster.devices} devices")
-    with bar:
+    with progress_bar(f"{args.model} on {cluster.devices} devices") as update:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
                               search=_search_options(args))
     check = frontier_check(args, result, cluster)
@@ -118,28 +96,23 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from tensoropt.cluster import get_cluster
-    from tensoropt.report import profile_table
-    from tensoropt.strategy import SAFETY_MARGIN, profile_parallelisms
-
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster)
     counts = [int(n) for n in args.devices.split(",")]
     search = _search_options(args)
     rows = []
     for n in counts:
-        bar, update = progress_bar(f"{args.model} on {n} devices")
-        with bar:
-            rows += profile_parallelisms(graph, cluster.scaled(n), [n], args.memory_limit,
-                                         args.cost_model, progress=update, search=search)
-    limit = args.memory_limit or cluster.memory_bytes / SAFETY_MARGIN
+        settings = SearchSettings(cluster=cluster.scaled(n), option="profiling",
+                                  memory_limit_bytes=args.memory_limit, cost_model=args.cost_model,
+                                  search=search)
+        with progress_bar(f"{args.model} on {n} devices") as update:
+            rows += profile_parallelisms(graph, settings, [n], progress=update)
+    limit = SearchSettings(cluster=cluster, memory_limit_bytes=args.memory_limit).limit_bytes
     print(profile_table(rows, args.model, cluster.name, limit))
     return 0
 
 
-def _search_options(args: argparse.Namespace):
-    from tensoropt.search import SearchOptions
-
+def _search_options(args: argparse.Namespace) -> SearchOptions:
     try:
         return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
                              threads=args.threads)
@@ -165,7 +138,6 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tensoropt.simulator.commands import add_commands, add_simulate_arguments
 
     parser = argparse.ArgumentParser(prog="tensoropt", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -211,9 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["calibrate"]:  # its own parser, --help included
-        from tensoropt import calibrate
+        # Lazy: the calibration job starts MPI and loads TensorFlow and horovod.
+        from tensoropt.execution import calibration_job  # noqa: PLC0415
 
-        return calibrate.main(argv[1:])
+        return calibration_job.main(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

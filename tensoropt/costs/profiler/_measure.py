@@ -59,9 +59,9 @@ from typing import Callable
 from tensoropt._tf import import_tensorflow
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
-from tensoropt.profiler._analytical import SOURCE_KINDS
-from tensoropt.profiler._cache import ProfileCache, default_cache_path
-from tensoropt.profiler._shard import LocalShard, fit_shard, local_shard
+from tensoropt.costs.profiler._analytical import SOURCE_KINDS
+from tensoropt.costs.profiler._cache import ProfileCache, default_cache_path
+from tensoropt.costs.profiler._shard import LocalShard, fit_shard, local_shard
 
 __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description"]
 

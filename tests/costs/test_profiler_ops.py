@@ -8,7 +8,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt.configs import Config, enumerate_configs
-from tensoropt.profiler import SOURCE_KINDS, ComputeProfiler, int_input_ranges, local_shard
+from tensoropt.costs.profiler import SOURCE_KINDS, ComputeProfiler, int_input_ranges, local_shard
 
 ZOO_KINDS = {
     "matmul", "conv2d", "max_pool2d", "avg_pool2d", "bias_add", "relu", "gelu", "tanh", "sigmoid",
@@ -123,7 +123,7 @@ def test_sparse_cross_entropy_profiles(config):
 
 def test_out_of_range_ints_would_fail(monkeypatch):
     """The valid ranges matter: with ids far beyond the vocabulary TensorFlow refuses."""
-    shard_module = importlib.import_module("tensoropt.profiler._shard")
+    shard_module = importlib.import_module("tensoropt.costs.profiler._shard")
     monkeypatch.setattr(shard_module, "int_input_ranges", lambda op: (None, 1 << 20))
     with pytest.raises(Exception, match="(?i)indices|out of range|not in"):
         fast_profiler().compute_s(_embedding(), Config((1,), (None,)))

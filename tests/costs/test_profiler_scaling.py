@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tensoropt as to
 from tensoropt.configs import Config
-from tensoropt.profiler import AnalyticalCompute, ComputeProfiler, local_shard
+from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler, local_shard
 
 ONE = Config((1,), (None,))
 

@@ -12,7 +12,7 @@ shard under ``config`` (``t_c`` of Eq. (1) of the paper):
 
 Usage::
 
-    from tensoropt.profiler import AnalyticalCompute, ComputeProfiler, profile_graph
+    from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler, profile_graph
     profiler = ComputeProfiler()                 # ~/.cache/tensoropt/compute-profile.json
     profiler.compute_s(op, config)
     profile_graph(graph, num_devices=4, profiler=profiler)   # every op x every config
@@ -22,14 +22,14 @@ Modules: ``_analytical`` (the interface and the roofline; no TensorFlow), ``_sha
 (what one device computes, and the cache key), ``_cache`` (the versioned JSON file),
 ``_measure`` (timing in TensorFlow; the method is in its docstring), ``__main__`` (CLI).
 
-Command line: ``python -m tensoropt.profiler --help``.
+Command line: ``python -m tensoropt.costs.profiler --help``.
 """
 
-from tensoropt.profiler._analytical import SOURCE_KINDS, AnalyticalCompute, ComputeProvider
-from tensoropt.profiler._measure import (ComputeProfiler, GraphProfile, Measurement,
+from tensoropt.costs.profiler._analytical import SOURCE_KINDS, AnalyticalCompute, ComputeProvider
+from tensoropt.costs.profiler._measure import (ComputeProfiler, GraphProfile, Measurement,
                                           machine_description, profile_graph)
-from tensoropt.profiler._cache import FORMAT, VERSION, ProfileCache, default_cache_path
-from tensoropt.profiler._shard import (LocalShard, fit_shard, int_input_ranges, local_shard,
+from tensoropt.costs.profiler._cache import FORMAT, VERSION, ProfileCache, default_cache_path
+from tensoropt.costs.profiler._shard import (LocalShard, fit_shard, int_input_ranges, local_shard,
                                       shard_bytes, subdivide)
 
 __all__ = ["ComputeProvider", "AnalyticalCompute", "ComputeProfiler", "Measurement", "GraphProfile",

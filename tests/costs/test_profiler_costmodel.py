@@ -6,9 +6,9 @@ import pytest
 
 import tensoropt as to
 from tensoropt.configs import Config, enumerate_configs
-from tensoropt.costs import CostModel
-from tensoropt.profiler import AnalyticalCompute, ComputeProfiler
-from tensoropt.search import search_frontier
+from tensoropt.costs.model import CostModel
+from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler
+from tensoropt.search.driver import search_frontier
 
 
 class AlphaBeta:

@@ -1,4 +1,4 @@
-"""Rank groups of device meshes, and their horovod process sets.
+"""Device meshes and their rank groups: the mesh geometry, written once (pure data).
 
 A device mesh of ``n`` ranks is an ordered factorization of ``n`` into factors > 1 (up to
 three axes). Ranks are laid out row-major, the last axis fastest; a collective "along mesh
@@ -10,28 +10,30 @@ together, so they contend for the same links.
 
 Usage::
 
-    from tensoropt.process_sets import process_set_groups, group_scheme, register_process_sets
+    from tensoropt.cluster.mesh import device_meshes, process_set_groups, group_scheme
 
+    device_meshes(4)               # ((4,), (2, 2)): fewest axes first
     process_set_groups(4)          # [(0, 1), (0, 1, 2, 3), (0, 2), (1, 3), (2, 3)]
     group_scheme((1, 3))           # (2, 2): two ranks, stride 2
-    sets = register_process_sets(hvd, comm)   # calls hvd.init; {group: hvd.ProcessSet}
+
+The horovod process sets of these groups are registered by
+``tensoropt.execution.process_sets``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from functools import lru_cache
 
 __all__ = ["device_meshes", "mesh_axis_groups", "process_set_groups", "group_scheme",
-           "partition_schemes", "scheme_groups", "process_sets_for_init",
-           "register_process_sets", "MAX_MESH_AXES"]
+           "partition_schemes", "scheme_groups", "MAX_MESH_AXES"]
 
 MAX_MESH_AXES = 3
 
 
-def device_meshes(n: int, max_axes: int = MAX_MESH_AXES) -> list[tuple[int, ...]]:
-    """Every ordered factorization of ``n`` into at most ``max_axes`` factors > 1.
-
-    ``n == 1`` has the single empty mesh ``()``.
+@lru_cache(maxsize=None)
+def device_meshes(n: int, max_axes: int = MAX_MESH_AXES) -> tuple[tuple[int, ...], ...]:
+    """Every ordered factorization of ``n`` into 1..max_axes factors > 1, fewest axes first
+    (then ascending); one device has the single mesh ``(1,)`` (a layout needs one axis).
 
     Raises:
         ValueError: if ``n`` < 1 or ``max_axes`` < 1.
@@ -41,7 +43,7 @@ def device_meshes(n: int, max_axes: int = MAX_MESH_AXES) -> list[tuple[int, ...]
     if max_axes < 1:
         raise ValueError(f"device_meshes: max_axes must be >= 1, got {max_axes}")
     if n == 1:
-        return [()]
+        return ((1,),)
     out: list[tuple[int, ...]] = []
 
     def rec(rest: int, prefix: tuple[int, ...]) -> None:
@@ -55,7 +57,7 @@ def device_meshes(n: int, max_axes: int = MAX_MESH_AXES) -> list[tuple[int, ...]
                 rec(rest // f, prefix + (f,))
 
     rec(n, ())
-    return out
+    return tuple(sorted(out, key=lambda m: (len(m), m)))
 
 
 def mesh_axis_groups(mesh: tuple[int, ...], axis: int) -> list[tuple[int, ...]]:
@@ -115,53 +117,12 @@ def process_set_groups(n: int, max_axes: int = MAX_MESH_AXES) -> list[tuple[int,
     """
     groups: set[tuple[int, ...]] = set()
     for mesh in device_meshes(n, max_axes):
-        for axis in range(len(mesh)):
-            groups.update(mesh_axis_groups(mesh, axis))
+        for axis, size in enumerate(mesh):
+            if size > 1:  # the one-device mesh (1,) has no group of two ranks
+                groups.update(mesh_axis_groups(mesh, axis))
     return sorted(groups)
 
 
 def partition_schemes(n: int, max_axes: int = MAX_MESH_AXES) -> list[tuple[int, int]]:
     """The distinct ``(group_size, stride)`` schemes of :func:`process_set_groups`, sorted."""
     return sorted({group_scheme(g) for g in process_set_groups(n, max_axes)})
-
-
-def process_sets_for_init(hvd: Any, n: int) -> tuple[list[Any], dict[tuple[int, ...], Any]]:
-    """The ``hvd.ProcessSet`` objects to pass to ``hvd.init(process_sets=...)``.
-
-    The group of all ``n`` ranks is horovod's global process set and is not registered again.
-
-    Returns:
-        ``(to_register, mapping)``: the list for ``hvd.init`` and the map group -> ProcessSet
-        (the full group maps to ``hvd.global_process_set``).
-    """
-    full = tuple(range(n))
-    mapping: dict[tuple[int, ...], Any] = {}
-    to_register = []
-    for group in process_set_groups(n):
-        if group == full:
-            mapping[group] = hvd.global_process_set
-        else:
-            ps = hvd.ProcessSet(list(group))
-            mapping[group] = ps
-            to_register.append(ps)
-    return to_register, mapping
-
-
-def register_process_sets(hvd: Any, comm: Any = None) -> dict[tuple[int, ...], Any]:
-    """Initializes horovod with one static process set per mesh-axis group.
-
-    Calls ``hvd.init(comm=comm, process_sets=...)`` (horovod 0.28 only accepts static process
-    sets at init), so call it instead of ``hvd.init``. The world size is ``comm.Get_size()``
-    (mpi4py communicator), or the MPI world when ``comm`` is None.
-
-    Returns:
-        Map sorted rank tuple -> ``hvd.ProcessSet`` for every group of
-        :func:`process_set_groups`; the group of all ranks is ``hvd.global_process_set``.
-    """
-    if comm is None:
-        from mpi4py import MPI  # noqa: PLC0415
-
-        comm = MPI.COMM_WORLD
-    to_register, mapping = process_sets_for_init(hvd, comm.Get_size())
-    hvd.init(comm=comm, process_sets=to_register)
-    return mapping

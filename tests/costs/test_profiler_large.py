@@ -6,7 +6,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt.configs import Config
-from tensoropt.profiler import (ComputeProfiler, Measurement, fit_shard, local_shard, shard_bytes,
+from tensoropt.costs.profiler import (ComputeProfiler, Measurement, fit_shard, local_shard, shard_bytes,
                                 subdivide)
 
 ONE = Config((1,), (None,))

@@ -2,7 +2,7 @@
 
 ``search_frontier`` enumerates every op's configurations, prices them with a
 ``CostModel``, builds a ``frontier.CostGraph`` (one node per op, one edge per data edge,
-each edge a small frontier of tensor-reuse choices; ``tensoropt.search_space``), runs
+each edge a small frontier of tensor-reuse choices; ``tensoropt.search.space``), runs
 Frontier-Tracking, and turns each frontier point into a ``Plan``. ``data_parallel_plan``
 prices the data-parallel strategy with the same model. ``plan_table`` puts the whole
 frontier and the data-parallel plan in one compact ``summary.PlanTable``.
@@ -28,10 +28,10 @@ import numpy as np
 
 from frontier import CostGraph, check_search_options, track
 from tensoropt.configs import Config, config_of
-from tensoropt.costs import CostModel, EdgeAlternative
+from tensoropt.costs.model import CostModel, EdgeAlternative
 from tensoropt.plan import Plan
-from tensoropt.search_space import SearchSpace, build_space
-from tensoropt.summary import FrontierPlans, PlanEstimate, PlanTable
+from tensoropt.search.space import SearchSpace, build_space
+from tensoropt.search.summary import FrontierPlans, PlanEstimate, PlanTable
 
 __all__ = ["SearchOptions", "SearchResult", "FrontierPlans", "PlanEstimate", "search_frontier",
            "data_parallel_configs", "plan_from_configs", "price_plan", "plan_table", "sample_plan",

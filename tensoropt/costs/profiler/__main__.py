@@ -1,4 +1,4 @@
-"""``python -m tensoropt.profiler``: profile every op of a model under every configuration.
+"""``python -m tensoropt.costs.profiler``: profile every op of a model under every configuration.
 
 Prints, per compute op: its configurations on N devices, the measured and analytical
 (roofline) time of the whole op on one device, and the fastest measured shard; then
@@ -7,8 +7,8 @@ served from it.
 
 Usage::
 
-    python -m tensoropt.profiler --model demo --devices 4
-    python -m tensoropt.profiler --model mlp --size tiny --devices 4 --cache /tmp/p.json
+    python -m tensoropt.costs.profiler --model demo --devices 4
+    python -m tensoropt.costs.profiler --model mlp --size tiny --devices 4 --cache /tmp/p.json
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ import argparse
 import sys
 import time
 
+import tensoropt as to
+from tensoropt import models
+from tensoropt.configs import Config, enumerate_configs
+from tensoropt.costs.profiler import SOURCE_KINDS, AnalyticalCompute, ComputeProfiler, profile_graph
+
 __all__ = ["main"]
 
 
 def _build(name: str, size: str):
-    import tensoropt as to
-
     to.reset_default_graph()
     if name == "demo":  # a 2-layer MLP with a softmax loss; needs no model zoo
         x = to.placeholder(to.float32, [256, 1024], name="x")
@@ -31,20 +34,12 @@ def _build(name: str, size: str):
         logits = to.matmul(h, to.get_variable("w2", [1024, 10]))
         to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     else:
-        try:
-            from tensoropt import models
-        except ImportError:
-            raise SystemExit(f"--model {name}: tensoropt.models is not in this checkout; "
-                             "merge the model zoo, or use --model demo") from None
         models.build(name, size=size)
     return to.get_default_graph()
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tensoropt.configs import Config, enumerate_configs
-    from tensoropt.profiler import SOURCE_KINDS, AnalyticalCompute, ComputeProfiler, profile_graph
-
-    parser = argparse.ArgumentParser(prog="python -m tensoropt.profiler",
+    parser = argparse.ArgumentParser(prog="python -m tensoropt.costs.profiler",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="demo", help="'demo' or a zoo model name")
     parser.add_argument("--size", default="tiny", help="zoo preset (tiny, small, paper)")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from statistics import mean
 
+from tensoropt.search.approximation import EXACT, approximation_line
+from tensoropt.search.strategy import turning_point
+
 __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
            "turning_point"]
 
@@ -25,26 +28,6 @@ def _estimates(plans):
 def frontier_rows(result) -> list[dict]:
     return [{"memory_gib": p.memory_bytes / GIB, "time_s": p.time_s, "network_s": p.network_s,
              "compute_s": p.compute_s} for p in _estimates(result.plans)]
-
-
-def turning_point(plans) -> int:
-    """Index of the frontier's knee: the point farthest below the chord joining its ends
-    (in axes normalized to [0, 1]), where adding memory stops buying much time. ``plans``
-    is a list of Plans, or ``FrontierPlans`` (whose points are read without building)."""
-    points = getattr(plans, "points", None)
-    if points is None:
-        points = [(p.memory_bytes, p.time_s) for p in plans]
-    if len(points) < 3:
-        return 0
-    (m0, t0), (m1, t1) = points[0], points[-1]
-    best, best_i = -1.0, 0
-    for i, (mem, tim) in enumerate(points):
-        x = (mem - m0) / ((m1 - m0) or 1.0)
-        y = (tim - t1) / ((t0 - t1) or 1.0)
-        below = (1.0 - x) - y  # distance below the chord y = 1 - x
-        if below > best:
-            best, best_i = below, i
-    return best_i
 
 
 def plans_table(plans, data_parallel=None, chosen=None, title: str = "",
@@ -89,31 +72,6 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
                  f"{_elims(s['frontier'])}")
     lines.append(approximation_line(s["frontier"]))
     return "\n".join(lines)
-
-
-EXACT = "frontier: exact"
-
-
-def approximation_line(track_stats: dict) -> str:
-    """Says whether the frontier is exact, and if not, by how much it may be off."""
-    heuristic = track_stats.get("heuristic_eliminations", 0)
-    parts = []
-    thinned = []
-    if track_stats.get("epsilon") is not None:
-        thinned.append(f"epsilon {track_stats['epsilon']:g}")
-    if track_stats.get("capped_products"):
-        thinned.append(f"{track_stats['capped_products']} products thinned to about "
-                       f"{track_stats['max_candidates']:.3g} candidates (time buckets up to "
-                       f"{track_stats['cap_quantum_max']:.3g} s)")
-    if thinned:
-        bound = track_stats["time_error_bound"]
-        lower = track_stats["time_lower_bound"]
-        parts.append(f"{', '.join(thinned)}: each plan is at most {bound:.3g} s "
-                     f"({bound / lower:.2%} of the {lower:.4g} s no plan beats) slower than the "
-                     "exact frontier point it stands for")
-    if heuristic:
-        parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
-    return ("frontier: " + "; ".join(parts)) if parts else EXACT
 
 
 def _elims(stats: dict) -> str:

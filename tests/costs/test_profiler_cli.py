@@ -1,10 +1,10 @@
-"""``python -m tensoropt.profiler`` profiles a model and fills the cache file."""
+"""``python -m tensoropt.costs.profiler`` profiles a model and fills the cache file."""
 
 from __future__ import annotations
 
 import json
 
-from tensoropt.profiler.__main__ import main
+from tensoropt.costs.profiler.__main__ import main
 
 
 def test_cli_profiles_the_demo_model_then_serves_it_from_the_cache(tmp_path, capsys):

@@ -9,7 +9,7 @@ re-scheduling time forward and backward, from ``reschedule``, and, for a tensor 
 keep for backward, the three tensor-reuse choices as (extra memory, extra time).
 
 A ``Collectives`` provider prices a collective ``time_s(collective, nbytes, group_size,
-stride)`` (``tensoropt.collectives``: analytical alpha-beta on a cluster, or profiled);
+stride)`` (``tensoropt.costs.collective_times``: analytical alpha-beta on a cluster, or profiled);
 compute time comes from FLOPs and the device's peak (``peak_flops``), the analytical
 roofline.
 
@@ -30,7 +30,7 @@ from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
                                saved_bytes)
-from tensoropt.profiler import AnalyticalCompute
+from tensoropt.costs.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad",
            "FORWARD_SHARE"]
@@ -42,7 +42,7 @@ FORWARD_SHARE = 1.0 / 3.0
 
 
 class Collectives(Protocol):
-    """Prices one collective; ``nbytes`` conventions as in ``tensoropt.collectives``:
+    """Prices one collective; ``nbytes`` conventions as in ``tensoropt.costs.collective_times``:
     allgather: the gathered buffer; reducescatter: the buffer before the scatter;
     allreduce: the reduced buffer; alltoall: the buffer each rank holds."""
 
@@ -136,7 +136,7 @@ class CostModel:
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
                  compute=None):
         """Args:
-            compute: a provider with ``compute_s(op, config)`` (``tensoropt.profiler``:
+            compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
                 ``peak_flops``).
         """

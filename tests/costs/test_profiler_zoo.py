@@ -9,7 +9,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt.configs import enumerate_configs
-from tensoropt.profiler import SOURCE_KINDS, ComputeProfiler
+from tensoropt.costs.profiler import SOURCE_KINDS, ComputeProfiler
 
 models = pytest.importorskip("tensoropt.models")
 
