@@ -42,6 +42,7 @@ from tensoropt.search import strategy
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import OPTIONS, SearchSettings
 from tensoropt.search.summary import SearchSummary
+from tensoropt.simulator.attach import frontier_observer, simulate_mode
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
@@ -135,7 +136,7 @@ def mpirun_command(n: int) -> str:
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                  max_candidates: int | None = None, threads: int = 1):
+                  max_candidates: int | None = None, threads: int = 1, simulate=False):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -157,6 +158,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             whose exact search would take hours (the paper Transformer on 16 devices).
             It bounds work, not error: ``plan.notes`` gives the error bound reached.
         threads: Frontier-Tracking threads on rank 0.
+        simulate: False (default), "auto", "all" or "chosen": rank 0 also runs the
+            simulator's check of the chosen device count's frontier (see
+            ``tensoropt.simulator.attach``), attached to ``search_strategy(...)``'s result
+            as ``simulator_check``; it warns, with both numbers, when the chosen plan's
+            simulated peak exceeds the memory limit. Not for "profiling".
 
     Returns:
         The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
@@ -172,14 +178,14 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     """
     summary = search_strategy(option, memory_limit, parallelism, parallelisms=parallelisms,
                               cost_model=cost_model, cluster=cluster, graph=graph, epsilon=epsilon,
-                              max_candidates=max_candidates, threads=threads)
+                              max_candidates=max_candidates, threads=threads, simulate=simulate)
     return summary.profile if option == "profiling" else summary.chosen
 
 
 def search_strategy(option: str = "mini_time", memory_limit: float | None = None,
                     parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                    max_candidates: int | None = None, threads: int = 1):
+                    max_candidates: int | None = None, threads: int = 1, simulate=False):
     """``find_strategy``'s search, whole: a ``tensoropt.search.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
@@ -199,6 +205,7 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
 
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
+        simulate = simulate_mode(simulate)
     except ValueError as e:
         raise ValueError(f"find_strategy: {e}") from None
     graph = graph or get_default_graph()
@@ -209,7 +216,8 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     if w.rank == 0:
         try:
             settings = _settings(option, memory_limit, parallelism, parallelisms, cost_model, cluster, search)
-            outcome = ("summary", strategy.search_summary(graph, settings).to_bytes())
+            outcome = ("summary", strategy.search_summary(graph, settings,
+                                                          observe=frontier_observer(simulate)).to_bytes())
         except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
             if _runtime.comm is None or w.size == 1:
                 raise

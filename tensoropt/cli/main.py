@@ -8,6 +8,9 @@ Usage::
                        [--json] [--plot frontier.png]
     tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
                       [--epsilon 0.05] [--max-candidates N] [--threads N]
+    tensoropt frontier ... --simulate {auto,all,N} [--trace-dir DIR]    # + the simulator's check
+    tensoropt plan --model M --cluster C --devices N --option mini_time --out plan.json
+    tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
 """
 
@@ -25,6 +28,7 @@ from tensoropt.cli.report import frontier_rows, frontier_table, plot_frontier, p
 from tensoropt.cluster import get_cluster
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import SearchSettings, frontier_for, profile_parallelisms
+from tensoropt.simulator.commands import add_commands, add_simulate_arguments, frontier_check
 from tensoropt.stats import graph_stats
 
 __all__ = ["main", "build_parser"]
@@ -69,6 +73,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
     with progress_bar(f"{args.model} on {cluster.devices} devices") as update:
         result = frontier_for(graph, cluster, cluster.devices, args.cost_model, progress=update,
                               search=_search_options(args))
+    check = frontier_check(args, result, cluster)
     if args.json:
         dp = result.data_parallel_plan()
         print(json.dumps({"model": args.model, "cluster": cluster.name, "devices": cluster.devices,
@@ -78,9 +83,12 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
                           "configs_per_op": result.configs_per_op,
                           "search_s": {k: result.stats[k] for k in ("build_s", "track_s")},
                           "frontier_stats": {k: v for k, v in result.stats["frontier"].items()
-                                             if isinstance(v, (int, float, str))}}, indent=1))
+                                             if isinstance(v, (int, float, str))},
+                          **({"simulator_check": check.to_dict()} if check else {})}, indent=1))
     else:
         print(frontier_table(result, args.model, cluster.name))
+        if check:
+            print(check.table())
     if args.plot:
         plot_frontier(result, args.plot, title=f"{args.model} on {cluster.name}")
         print(f"plot written to {args.plot}", file=sys.stderr)
@@ -121,7 +129,16 @@ MAX_CANDIDATES_HELP = ("bound each Frontier-Tracking product to about this many 
                        "(default: no bound)")
 
 
+def _model_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
+    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+
+
 def build_parser() -> argparse.ArgumentParser:
+
     parser = argparse.ArgumentParser(prog="tensoropt", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("models", help="op count, parameter bytes and saved-activation bytes of each zoo model")
@@ -140,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
+    add_simulate_arguments(p)
     p.set_defaults(func=_cmd_frontier)
 
     p = sub.add_parser("profile", help="best time per device count, as the paper's Figure 8")
@@ -153,6 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
     p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
     p.set_defaults(func=_cmd_profile)
+
+    add_commands(sub, _model_arguments)
 
     p = sub.add_parser("calibrate", add_help=False,
                        help="under mpirun: measure collectives per group shape and matmul FLOP/s "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from statistics import mean
 
 from tensoropt.search.approximation import EXACT, approximation_line
+from tensoropt.search.strategy import turning_point
 
 __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
            "turning_point"]
@@ -27,26 +28,6 @@ def _estimates(plans):
 def frontier_rows(result) -> list[dict]:
     return [{"memory_gib": p.memory_bytes / GIB, "time_s": p.time_s, "network_s": p.network_s,
              "compute_s": p.compute_s} for p in _estimates(result.plans)]
-
-
-def turning_point(plans) -> int:
-    """Index of the frontier's knee: the point farthest below the chord joining its ends
-    (in axes normalized to [0, 1]), where adding memory stops buying much time. ``plans``
-    is a list of Plans, or ``FrontierPlans`` (whose points are read without building)."""
-    points = getattr(plans, "points", None)
-    if points is None:
-        points = [(p.memory_bytes, p.time_s) for p in plans]
-    if len(points) < 3:
-        return 0
-    (m0, t0), (m1, t1) = points[0], points[-1]
-    best, best_i = -1.0, 0
-    for i, (mem, tim) in enumerate(points):
-        x = (mem - m0) / ((m1 - m0) or 1.0)
-        y = (tim - t1) / ((t0 - t1) or 1.0)
-        below = (1.0 - x) - y  # distance below the chord y = 1 - x
-        if below > best:
-            best, best_i = below, i
-    return best_i
 
 
 def plans_table(plans, data_parallel=None, chosen=None, title: str = "",

@@ -32,7 +32,13 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_col
                                saved_bytes)
 from tensoropt.costs.profiler import AnalyticalCompute
 
-__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad"]
+__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad",
+           "FORWARD_SHARE"]
+
+#: The share of an op's compute seconds its forward pass takes when a gradient flows
+#: through it: the backward of a linear op computes two products the size of its forward
+#: one (dX and dW), so forward is 1/3 of forward + backward FLOPs.
+FORWARD_SHARE = 1.0 / 3.0
 
 
 class Collectives(Protocol):
@@ -163,6 +169,18 @@ class CostModel:
                    for c in op_collectives(op, config, gradient_inputs(op, self.grad))) + 0.0
         return OpCost(param_bytes=0.0, saved_bytes=float(saved_bytes(op, config)), compute_s=compute,
                       sync_s=sync)
+
+    def compute_split(self, op, config: Config) -> tuple[float, float]:
+        """``(forward_s, backward_s)`` of the op's ``compute_s``: the provider's own split
+        when it has ``forward_s(op, config)``, else ``FORWARD_SHARE`` of it forward when a
+        gradient flows through the op and all of it forward when none does (no backward
+        runs). ``backward_s = compute_s - forward_s``, so they add up to ``compute_s``."""
+        compute = self.op_cost(op, config).compute_s
+        if not any(gradient_inputs(op, self.grad)):
+            return compute, 0.0
+        split = getattr(self.compute, "forward_s", None)
+        forward = min(compute, max(0.0, split(op, config))) if split else compute * FORWARD_SHARE
+        return forward, compute - forward
 
     # -- edges -----------------------------------------------------------------------------
     def conversion(self, src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int):

@@ -46,7 +46,7 @@ from tensoropt.search.summary import ProfileRow, SearchSummary
 
 __all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "OPTIONS", "SearchSettings", "make_cost_model", "frontier_for",
            "choose_plan", "profile_parallelisms", "search_summary", "ProfileRow", "candidate_parallelisms",
-           "fastest_fitting"]
+           "fastest_fitting", "turning_point"]
 
 SAFETY_MARGIN = 1.1
 OPTIONS = ("mini_time", "mini_parallelism", "profiling")
@@ -154,6 +154,26 @@ def fastest_fitting(plans: FrontierPlans, limit: float) -> Plan | None:
     return plans[fits - 1] if fits else None
 
 
+def turning_point(plans) -> int:
+    """Index of the frontier's knee: the point farthest below the chord joining its ends
+    (in axes normalized to [0, 1]), where adding memory stops buying much time. ``plans``
+    is a list of Plans, or ``FrontierPlans`` (whose points are read without building)."""
+    points = getattr(plans, "points", None)
+    if points is None:
+        points = [(p.memory_bytes, p.time_s) for p in plans]
+    if len(points) < 3:
+        return 0
+    (m0, t0), (m1, t1) = points[0], points[-1]
+    best, best_i = -1.0, 0
+    for i, (mem, tim) in enumerate(points):
+        x = (mem - m0) / ((m1 - m0) or 1.0)
+        y = (tim - t1) / ((t0 - t1) or 1.0)
+        below = (1.0 - x) - y  # distance below the chord y = 1 - x
+        if below > best:
+            best, best_i = below, i
+    return best_i
+
+
 def candidate_parallelisms(max_devices: int) -> list[int]:
     """1, 2, 4, ... up to ``max_devices``, and ``max_devices`` itself."""
     out, n = [], 1
@@ -163,12 +183,16 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
     return out + [max_devices]
 
 
-def choose_plan(graph, settings: SearchSettings, progress: Callable | None = None) -> SearchSummary:
+def choose_plan(graph, settings: SearchSettings, progress: Callable | None = None,
+                observe: Callable | None = None) -> SearchSummary:
     """The plan ``settings.option`` asks for (``summary.chosen``), with its frontier and
     the data-parallel plan beside it.
 
     With ``SearchOptions(epsilon=e)`` the plan found is at most (1 + e) times slower
-    than the exact search's, for no more memory.
+    than the exact search's, for no more memory. ``observe(summary, result, cluster,
+    limit)``, when given, is called with the summary and the ``SearchResult`` it came
+    from, and its return value is returned instead (``find_strategy(simulate=...)``
+    attaches the simulator's check so).
 
     Raises:
         NoPlanFitsError: when no plan fits; it gives the least memory any plan needs on
@@ -184,9 +208,11 @@ def choose_plan(graph, settings: SearchSettings, progress: Callable | None = Non
                          "profile_parallelisms for profiling")
     least: list[tuple[int, float]] = []
     for n in counts:
-        row = _row(_frontier(graph, settings, n, progress, option), limit, settings.cluster)
+        result = _frontier(graph, settings, n, progress, option)
+        row = _row(result, limit, settings.cluster)
         if row.plan is not None:
-            return SearchSummary(option, (row,), row.plan)
+            summary = SearchSummary(option, (row,), row.plan)
+            return summary if observe is None else observe(summary, result, settings.cluster, limit)
         least.append((n, row.least_memory_bytes))
     raise _no_fit(option, least, limit)
 
@@ -226,11 +252,12 @@ def profile_parallelisms(graph, settings: SearchSettings, parallelisms: Sequence
             for n in parallelisms]
 
 
-def search_summary(graph, settings: SearchSettings) -> SearchSummary:
+def search_summary(graph, settings: SearchSettings, observe: Callable | None = None) -> SearchSummary:
     """``find_strategy``'s search on one process: ``choose_plan`` for "mini_time" and
     "mini_parallelism", ``profile_parallelisms`` for "profiling" (over
-    ``settings.parallelisms``, default 1, 2, 4, ... up to ``settings.max_devices``)."""
+    ``settings.parallelisms``, default 1, 2, 4, ... up to ``settings.max_devices``).
+    ``observe``: as ``choose_plan``'s (not called for "profiling")."""
     if settings.option == "profiling":
         counts = settings.parallelisms or candidate_parallelisms(settings.max_devices)
         return SearchSummary("profiling", tuple(profile_parallelisms(graph, settings, counts)), None)
-    return choose_plan(graph, settings)
+    return choose_plan(graph, settings, observe=observe)

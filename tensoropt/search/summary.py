@@ -281,11 +281,15 @@ class SearchSummary:
         rows: one ``ProfileRow`` per device count kept: the chosen plan's for
             "mini_time" and "mini_parallelism", every one searched for "profiling".
         chosen: the plan the option chose (None for "profiling").
+        simulator_check: the simulator's check of the chosen device count's frontier
+            (``FrontierCheck.to_dict()``), when ``find_strategy(simulate=...)`` asked
+            for one; else None.
     """
 
     option: str
     rows: tuple[ProfileRow, ...]
     chosen: Plan | None
+    simulator_check: dict | None = None
 
     def _row(self) -> ProfileRow:
         if len(self.rows) != 1:
@@ -322,7 +326,7 @@ class SearchSummary:
         chosen_row = next((k for k, r in enumerate(self.rows) if r.plan is not None and r.plan is self.chosen),
                           None)
         message = {"format_version": SUMMARY_FORMAT_VERSION, "option": self.option, "rows": rows,
-                   "chosen_row": chosen_row}
+                   "chosen_row": chosen_row, "simulator_check": self.simulator_check}
         return zlib.compress(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
     @classmethod
@@ -344,7 +348,7 @@ class SearchSummary:
             rows.append(table_row(table, r["frontier_size"], r["chosen"], option, r["notes"],
                                   r["data_parallel_notes"], r["search_s"], r["approximation"]))
         chosen = None if message["chosen_row"] is None else rows[message["chosen_row"]].plan
-        return cls(option, tuple(rows), chosen)
+        return cls(option, tuple(rows), chosen, message.get("simulator_check"))
 
 
 def table_row(table: PlanTable, frontier_size: int, chosen: int | None, option: str, notes: str,
