@@ -11,9 +11,13 @@ Usage::
     t0 = st.leaf_node(v, table)                    # original node frontier
     t1 = st.leaf_edge(e, table, alt)               # original edge frontier
     t2 = st.derived(table, (t0, t1), (ia, ib))     # product / union / gather result
-    t3 = st.derived(table, (t2,), (ix,), error=q)  # a reduction that thinned by q
-    st.time_error[t3]                              # q + the errors of t3's ancestors
+    t3 = st.derived(table, (t2,), (ix,), gap=g)    # a reduction that thinned by up to g
+    st.lower[t3]        # the least time of the part of the graph t3 stands for (seconds)
+    st.summed[t3]       # g + the gaps of t3's ancestors: a bound summed over reductions
     cfg, alt = st.unroll(t2, np.arange(n))         # (n, num_nodes), (n, num_edges)
+
+Each original node and edge is one leaf of exactly one derivation tree, so ``lower`` of
+the final table is the sum of every node's and edge's least time: T of ``track``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Optional
 
 import numpy as np
 
-from frontier._values import Table
+from frontier._table import Table
 
 __all__ = ["Store"]
 
@@ -44,33 +48,44 @@ class Store:
         self.num_edges = num_edges
         self.tables: list[Optional[Table]] = []
         self.records: list[_Record] = []
-        # Bound on how much slower a table's points may be than the exact frontier's
-        # (see ``track``'s epsilon): its own thinning plus all its ancestors'.
-        self.time_error: list[float] = []
+        # The least time of the subgraph a table stands for (the sum over its leaves),
+        # which scales its thinning budget; and the error bound of the old method: the
+        # largest thinning gap of every reduction in its derivation, summed.
+        self.lower: list[float] = []
+        self.summed: list[float] = []
 
-    def _add(self, table: Table, rec: _Record, error: float = 0.0) -> int:
+    def _add(self, table: Table, rec: _Record, lower: float, gap: float = 0.0) -> int:
         self.tables.append(table)
         self.records.append(rec)
-        self.time_error.append(error + sum(self.time_error[p] for p in rec.parents))
+        self.lower.append(lower)
+        self.summed.append(gap + sum(self.summed[p] for p in rec.parents))
         return len(self.tables) - 1
 
     def leaf_node(self, nid: int, table: Table) -> int:
-        return self._add(table, _Record("node", nid, (), ()))
+        return self._add(table, _Record("node", nid, (), ()), float(table.time.min()))
 
     def leaf_edge(self, eid: int, table: Table, alt: np.ndarray) -> int:
-        return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32, copy=False),)))
+        return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32, copy=False),)),
+                         float(table.time.min()))
 
     def derived(self, table: Table, parents: tuple[int, ...],
-                bp: tuple[np.ndarray, ...], error: float = 0.0) -> int:
+                bp: tuple[np.ndarray, ...], gap: float = 0.0) -> int:
+        """Registers a table made from ``parents``; ``bp[i][x]`` is the point of parent i
+        that point x came from; ``gap`` the largest thinning slow-down it made."""
         assert len(parents) == len(bp)
         small = tuple(np.asarray(b).astype(np.int32 if len(b) == 0 or int(np.max(b)) <
                                            2**31 - 1 else np.int64) for b in bp)
-        return self._add(table, _Record("derived", -1, tuple(parents), small), error)
+        return self._add(table, _Record("derived", -1, tuple(parents), small),
+                         sum(self.lower[p] for p in parents), gap)
 
     def table(self, tid: int) -> Table:
         t = self.tables[tid]
         assert t is not None, "a dead table was used again"
         return t
+
+    def pointer_bytes(self) -> int:
+        """Bytes of back pointers kept for unrolling."""
+        return sum(b.nbytes for rec in self.records for b in rec.bp)
 
     def drop(self, tid: int) -> None:
         """Frees the values of a table nobody will read again (back pointers stay)."""

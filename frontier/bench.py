@@ -39,7 +39,7 @@ def run_one(shape: str, n: int, k: int, method: str, threads: int, seed: int,
     c1, w1 = time.process_time(), time.perf_counter()
     s = res.stats
     return {"wall": w1 - w0, "cpu": c1 - c0, "points": len(res.points),
-            "max_cell": s["max_cell_points"], "heuristic": s["heuristic_eliminations"],
+            "max_cell": s.max_cell_points, "heuristic": s.heuristic_eliminations,
             "first": res.points[0], "last": res.points[-1],
             "hash": hash(tuple(res.points))}
 

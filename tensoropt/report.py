@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from statistics import mean
 
+from frontier import TrackStats
+
 __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
            "turning_point"]
 
@@ -94,20 +96,20 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
 EXACT = "frontier: exact"
 
 
-def approximation_line(track_stats: dict) -> str:
+def approximation_line(track_stats: TrackStats) -> str:
     """Says whether the frontier is exact, and if not, by how much it may be off."""
-    heuristic = track_stats.get("heuristic_eliminations", 0)
+    heuristic = track_stats.heuristic_eliminations
     parts = []
     thinned = []
-    if track_stats.get("epsilon") is not None:
-        thinned.append(f"epsilon {track_stats['epsilon']:g}")
-    if track_stats.get("capped_products"):
-        thinned.append(f"{track_stats['capped_products']} products thinned to about "
-                       f"{track_stats['max_candidates']:.3g} candidates (time buckets up to "
-                       f"{track_stats['cap_quantum_max']:.3g} s)")
+    if track_stats.epsilon is not None:
+        thinned.append(f"epsilon {track_stats.epsilon:g}")
+    if track_stats.capped_products:
+        thinned.append(f"{track_stats.capped_products} products thinned to about "
+                       f"{track_stats.max_candidates:.3g} candidates (time steps up to "
+                       f"{track_stats.cap_delta_max_s:.3g} s)")
     if thinned:
-        bound = track_stats["time_error_bound"]
-        lower = track_stats["time_lower_bound"]
+        bound = track_stats.time_error_bound_s
+        lower = track_stats.time_lower_bound_s
         parts.append(f"{', '.join(thinned)}: each plan is at most {bound:.3g} s "
                      f"({bound / lower:.2%} of the {lower:.4g} s no plan beats) slower than the "
                      "exact frontier point it stands for")
@@ -116,9 +118,9 @@ def approximation_line(track_stats: dict) -> str:
     return ("frontier: " + "; ".join(parts)) if parts else EXACT
 
 
-def _elims(stats: dict) -> str:
+def _elims(stats: TrackStats) -> str:
     keys = ("node_eliminations", "edge_eliminations", "branch_eliminations", "heuristic_eliminations")
-    return ", ".join(f"{k.split('_')[0]} {stats.get(k, 0)}" for k in keys)
+    return ", ".join(f"{k.split('_')[0]} {getattr(stats, k)}" for k in keys)
 
 
 def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float | None = None) -> str:
