@@ -28,6 +28,7 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
+from frontier._scans import reduce_sorted, suffix_max, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
@@ -37,6 +38,9 @@ __all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "union_all",
 _EMPTY = np.empty(0)
 _EMPTY_IDX = np.empty(0, dtype=IDX)
 _THREAD_MIN_WORK = 200_000       # estimated candidates below which one thread is used
+# Kernel paths, by size (tests lower them to force the general heap merge everywhere):
+SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
+SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def _summary(t: Table) -> np.ndarray:
 
 def _kernel_table(t: Table, exact: bool) -> tuple:
     rad = _EMPTY if t.radius is None else _f64(t.radius)
-    suf = _EMPTY if exact else K_.suffix_max(rad, _f64(t.time), np.ascontiguousarray(t.off))
+    suf = _EMPTY if exact else suffix_max(rad, _f64(t.time), np.ascontiguousarray(t.off))
     return (_f64(t.mem), _f64(t.time), rad, np.ascontiguousarray(t.off, dtype=IDX), suf,
             _summary(t))
 
@@ -129,7 +133,8 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
         mid is not None and mid.npoints != mid.ncells))
 
     def one(rng: tuple[int, int]):
-        layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single], dtype=IDX)
+        layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
+                           SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS], dtype=IDX)
         return K_.merge_range(layout, bmap, A, B, M, float(max(budget, 0.0)), exact)
 
     ranges = _chunks(spec, threads)
@@ -172,7 +177,7 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
         return _EMPTY_IDX, np.zeros(ncells + 1, dtype=IDX), None
     order = np.lexsort((time, mem, cell))
     rad_in = _EMPTY if radius is None else _f64(radius[order])
-    keep, rad = K_.reduce_sorted(np.ascontiguousarray(cell[order], dtype=IDX),
+    keep, rad = reduce_sorted(np.ascontiguousarray(cell[order], dtype=IDX),
                                  _f64(mem[order]), _f64(time[order]), rad_in)
     idx = order[keep]
     return idx, offsets(cell[idx], ncells), None if radius is None else rad
@@ -189,7 +194,7 @@ def thin(t: Table, delta: float) -> tuple[Table, np.ndarray, float]:
         for (0.0 when nothing was dropped; always < ``delta``).
     """
     rad = _EMPTY if t.radius is None else _f64(t.radius)
-    keep, new_rad, gap = K_.thin_cells(_f64(t.time), rad, np.ascontiguousarray(t.off), delta)
+    keep, new_rad, gap = thin_cells(_f64(t.time), rad, np.ascontiguousarray(t.off), delta)
     if len(keep) == t.npoints:
         return t, np.arange(t.npoints, dtype=IDX), 0.0
     out = Table(t.mem[keep], t.time[keep], offsets(cell_ids(t)[keep], t.ncells), new_rad)

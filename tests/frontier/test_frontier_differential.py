@@ -9,7 +9,7 @@ import pytest
 
 from frontier import CostGraph, track
 from frontier.brute_force import brute_force, cost_of
-from frontier.synthetic import SMALL_SHAPES, random_graph
+from frontier.synthetic import SMALL_SHAPES, hard_graph, random_graph
 
 SEEDS = range(30)
 
@@ -49,6 +49,29 @@ def test_matches_brute_force(shape):
     if shape in ("chain", "series_parallel", "residual", "diamond", "multi"):
         assert inexact == 0
     assert exact + inexact == 4 * len(SEEDS)
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+def test_general_heap_merge_matches_brute_force(shape, monkeypatch):
+    """With the small-cell sort and the one-point shortcut turned off, every merge runs
+    the heap over streams (both orientations: short a or short b): exact where FT is,
+    and within the radii with epsilon or a candidate cap."""
+    import frontier._values as values
+    monkeypatch.setattr(values, "SMALL_CELL_CANDIDATES", 0)
+    monkeypatch.setattr(values, "SINGLE_CELL_POINTS", 0)
+    for seed in range(8):
+        g = random_graph(np.random.default_rng([seed, 3, SMALL_SHAPES.index(shape)]), shape)
+        ref = brute_force(g)
+        for method in ("ldp", "elimination"):
+            exact = _check(g, track(g, method=method), ref)
+            for kw in (dict(epsilon=0.3), dict(max_candidates=4)):
+                res = track(g, method=method, **kw)
+                for i, p in enumerate(res.points):
+                    assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
+                if exact:
+                    for m, t in ref:
+                        assert any(am <= m + 1e-9 and at <= t + r + 1e-9
+                                   for (am, at), r in zip(res.points, res.radii))
 
 
 def _duplicated(rng, n_blocks=3, k=6, groups=2):
@@ -149,3 +172,42 @@ def test_epsilon_covers_the_exact_frontier_within_its_bound(shape):
                     assert any(am <= m + 1e-9 and at <= t + r + 1e-9
                                for (am, at), r in zip(res.points, res.radii))
     assert thinned > 0, "nothing was thinned: the radii were not exercised"
+
+
+def _pareto(mem, time):
+    o = np.lexsort((time, mem))
+    mem, time = mem[o], time[o]
+    keep = time < np.minimum.accumulate(np.r_[np.inf, time[:-1]])
+    return mem[keep], time[keep]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hard_chain_matches_a_direct_pareto_dp(seed):
+    """On chains with random costs (cells of about a hundred points, so the merge runs
+    its heap, not its small-cell sort), the frontier equals a direct numpy DP that
+    materializes every candidate; with epsilon, each DP point is covered within a
+    returned point's radius."""
+    n, k = 10, 12
+    g = hard_graph("chain", n, k, seed=seed, reuse_fraction=0.3)
+    cf = [(g.node_costs(0)[p, :1], g.node_costs(0)[p, 1:]) for p in range(k)]
+    for v in range(1, n):
+        e, nc = g.edge(v - 1), g.node_costs(v)
+        new = []
+        for p in range(k):
+            ms, ts = [], []
+            for q in range(k):
+                s, t = e.off[q * k + p], e.off[q * k + p + 1]
+                ms.append((cf[q][0][:, None] + e.mem[None, s:t]).ravel() + nc[p, 0])
+                ts.append((cf[q][1][:, None] + e.time[None, s:t]).ravel() + nc[p, 1])
+            new.append(_pareto(np.concatenate(ms), np.concatenate(ts)))
+        cf = new
+    ref = np.stack(_pareto(np.concatenate([c[0] for c in cf]),
+                           np.concatenate([c[1] for c in cf])), axis=1)
+    res = track(g)
+    assert res.stats.max_cell_points > 40
+    np.testing.assert_allclose(res.points, ref, rtol=1e-12)
+    approx = track(g, epsilon=0.05)
+    assert len(approx.points) < len(ref)
+    for m, t in ref:
+        assert any(am <= m and at <= t + r * (1 + 1e-12) + 1e-15
+                   for (am, at), r in zip(approx.points, approx.radii))
