@@ -145,11 +145,11 @@ def live_blocks(layout, bmap, c, T, exact, live, w, f0):
 
     F0 is the frontier of the blocks' *extreme points* (each block's least-memory and
     least-time point), found by repeated minima of time below a memory bound (at most
-    as many points as ``f0`` has columns, fastest first). A block is left out when it is empty, or when
-    its ideal corner (its least memory, its least time) is covered by a point of F0
-    (``f0_covers``): every point of the block is then dominated by a candidate that
-    is merged (F0's points lie on blocks that cannot be left out, since no point of F0
-    dominates another). With radii, only when that point's own radius already covers
+    as many points as ``f0`` has columns, fastest first). A block is left out when it
+    is empty, or when its ideal corner (its least memory, its least time) is covered
+    by a point of F0 (``f0_covers``): every point of the block is then dominated by a
+    candidate that is merged (F0's points lie on blocks that cannot be left out, since
+    no point of F0 dominates another). With radii, only when that point's own radius already covers
     what the block's points could stand for.
     """
     n = corners(layout, bmap, c, (T[0][5], T[1][5]), T[2], w, exact)

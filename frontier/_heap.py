@@ -94,13 +94,10 @@ def new_heap(cap):
 @jit
 def grow_heap(H, need):
     """``H`` copied into arrays with room for at least ``need`` entries."""
-    n = len(H[0])
-    G = new_heap(max(2 * n, need))
-    G[0][:n] = H[0]
-    G[1][:n] = H[1]
-    G[2][:n] = H[2]
-    G[3][:n] = H[3]
-    G[4][:n] = H[4]
+    G = new_heap(max(2 * len(H[0]), need))
+    for x in range(len(H[0])):           # loops, not slices: slices compile slowly
+        G[0][x], G[1][x], G[2][x] = H[0][x], H[1][x], H[2][x]
+        G[3][x], G[4][x] = H[3][x], H[4][x]
     return G
 
 
@@ -110,6 +107,9 @@ def grow_rows(f, i, need):
     cap = max(2 * len(f), need)
     f2 = np.empty((cap, f.shape[1]))
     i2 = np.empty((cap, i.shape[1]), dtype=np.int64)
-    f2[:len(f)] = f
-    i2[:len(i)] = i
+    for x in range(len(f)):
+        for y in range(f.shape[1]):
+            f2[x, y] = f[x, y]
+        for y in range(i.shape[1]):
+            i2[x, y] = i[x, y]
     return f2, i2

@@ -63,8 +63,10 @@ class TrackStats:
             rows and columns saw, and how many distinct ones there were.
         capped_products: products whose inputs ``max_candidates`` thinned;
             cap_delta_max_s: the largest thinning step that took (seconds).
-        time_lower_bound_s: T, the sum of every node's and edge's least time, which no
-            strategy beats.
+        time_lower_bound_s: T, a time no strategy beats (no strategy the search
+            considered, when heuristic eliminations fixed configurations): at least the
+            sum of every node's and edge's least time, and at least the least
+            ``time - radius`` of the tables Frontier-Tracking built (``Store.lower``).
         time_error_bound_s: the largest error radius on the returned frontier: every
             exact frontier point has a returned point with no more memory and at most
             this many seconds more time. 0.0 when nothing was thinned.
@@ -72,7 +74,9 @@ class TrackStats:
             thinning gap of every reduction instead of tracking radii (the method before
             radii); never below ``time_error_bound_s``.
         num_points: points on the returned frontier.
-        stored_pointer_bytes: back pointers kept for unrolling, at the end.
+        stored_pointer_bytes: back pointers kept for unrolling, at the end;
+            peak_pointer_bytes: the most they took at any time (``Store.collect`` frees
+            those no live table needs whenever they have doubled).
         eliminate_s, ldp_s, unroll_s, total_s: seconds per phase.
     """
 
@@ -106,6 +110,7 @@ class TrackStats:
     summed_bound_s: float
     num_points: int
     stored_pointer_bytes: int
+    peak_pointer_bytes: int
     eliminate_s: float
     ldp_s: float
     unroll_s: float

@@ -136,13 +136,15 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             e-approximate frontier instead, in far less time and memory on large graphs:
             for every exact frontier point q the result holds a point p with
             ``p.mem <= q.mem`` and ``p.time <= q.time + e * T`` <= ``(1 + e) q.time``,
-            where T (``stats.time_lower_bound_s``) is the sum of every node's and edge's
-            least time, which no strategy beats. Every point carries an error radius
-            (``radii``); a reduction drops a point for a kept one with no more memory
-            only while the keeper's radius stays within e times the least time of the
-            part of the graph the table stands for; these shares add up to T. The bound
-            reported, ``stats.time_error_bound_s``, is the largest radius on the
-            result (<= e * T). Returned points are real strategies: ``choice``
+            where T (``stats.time_lower_bound_s``) is a time no strategy beats. Every
+            point carries an error radius (``radii``); a reduction drops a point for a
+            kept one with no more memory only while the keeper's radius stays within e
+            times a lower bound on the time of the part of the graph the new table
+            stands for (``Store.lower``: the larger of its parts' bounds summed and its
+            own least ``time - radius``). Bounds of disjoint parts add up, so the final
+            table's is T, and T is at least the sum of every node's and edge's least
+            time. The bound reported, ``stats.time_error_bound_s``, is the largest
+            radius on the result (<= e * T). Returned points are real strategies: ``choice``
             re-costs exactly. Assumes non-negative times; when T is 0 nothing is
             thinned. Thinning keeps every cell's least memory exact, but times only
             within the bound, so a heuristic elimination that ranks by time may choose
@@ -194,9 +196,11 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     stats = TrackStats.from_tally(
         tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
         max_candidates=max_candidates, num_nodes=graph.num_nodes, num_edges=graph.num_edges,
-        time_lower_bound_s=lower, time_error_bound_s=radius_max(table),
+        time_lower_bound_s=max(lower, store.lower[final]),
+        time_error_bound_s=radius_max(table),
         summed_bound_s=store.summed[final], num_points=int(table.npoints),
-        stored_pointer_bytes=store.pointer_bytes(), eliminate_s=t1 - t0, ldp_s=t2 - t1,
+        stored_pointer_bytes=store.bytes, peak_pointer_bytes=store.peak_bytes,
+        eliminate_s=t1 - t0, ldp_s=t2 - t1,
         unroll_s=t3 - t2, total_s=t3 - t0)
     points = [(float(m), float(t)) for m, t in zip(table.mem, table.time)]
     return TrackResult(points, stats, cfg, alt, table.radii().copy())
