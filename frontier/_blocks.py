@@ -74,7 +74,7 @@ def _sum_row(dst, a, b, add):
 
 
 @jit
-def corners(layout, bmap, c, S, M, w, exact):
+def corners(layout, bmap, c, S, mid, w, exact):
     """Describes every block x of output cell c in ``w[:, x]``: its ideal corner (0:
     least memory, 1: least time; memory inf for an empty block), the time of its
     least-memory point (3) and the memory of its least-time point (4), and unless
@@ -83,38 +83,28 @@ def corners(layout, bmap, c, S, M, w, exact):
 
     ``S = (asum, bsum)``: rows over the cells of a and b of the first point's memory,
     time, radius, the last point's, and the largest radius; memory inf for an empty
-    cell. For COMBINE a cell's blocks are contiguous in both, so the loops vectorize.
+    cell. ``mid``: rows memory, time, radius per block index (no columns: none). For
+    COMBINE a cell's blocks are contiguous in both, so the loops vectorize.
     """
     asum, bsum = S
-    mm, mt, mr = M
-    has_mid, has_mr = len(mm) > 0, len(mr) > 0
+    has_mid = mid.shape[1] > 0
     K, P = layout[1], layout[2]
     rows = (0, 4, 6, 1, 3, 2, 5)          # summary row of each row of w
+    cols = (0, 1, 2, 1, 0, 2, 2)          # the mid row added to each row of w
     if layout[0] == COMBINE:
         ba, bb = (c // P) * K, (c % P) * K
         for r in range(7):
             if exact and (r == 2 or r >= 5):
                 continue
             q = rows[r]
-            add = (mm if q == 0 or q == 3 else mt if q == 1 or q == 4 else mr)
-            if (has_mr if q == 2 or q >= 5 else has_mid):
-                _sum_row(w[r], asum[q, ba:ba + K], bsum[q, bb:bb + K], add)
-            else:
-                _sum_row(w[r], asum[q, ba:ba + K], bsum[q, bb:bb + K], add[:0])
+            _sum_row(w[r], asum[q, ba:ba + K], bsum[q, bb:bb + K], mid[cols[r]])
         return K
     n = n_blocks(layout, bmap, c)
     for x in range(n):
         acell, bcell, k = block_of(layout, bmap, c, x)
         for r in range(7):
-            q = rows[r]
-            add = 0.0
-            if q in (0, 3):
-                add = mm[k] if has_mid else 0.0
-            elif q in (1, 4):
-                add = mt[k] if has_mid else 0.0
-            else:
-                add = mr[k] if has_mr else 0.0
-            w[r, x] = (asum[q, acell] + add) + bsum[q, bcell]
+            add = mid[cols[r], k] if has_mid else 0.0
+            w[r, x] = (asum[rows[r], acell] + add) + bsum[rows[r], bcell]
     return n
 
 
@@ -152,7 +142,7 @@ def live_blocks(layout, bmap, c, T, exact, live, w, f0):
     no point of F0 dominates another). With radii, only when that point's own radius already covers
     what the block's points could stand for.
     """
-    n = corners(layout, bmap, c, (T[0][5], T[1][5]), T[2], w, exact)
+    n = corners(layout, bmap, c, (T[0][2], T[1][2]), T[2], w, exact)
     nf = 0
     bound = np.inf
     while nf < f0.shape[1]:
@@ -200,22 +190,20 @@ def small_candidates(layout, bmap, c, T, live, buf, opts):
     ``opts = (exact, number of F0 points)``. Returns how many. For cells with few
     candidates, where a heap costs more than an insertion sort."""
     exact, nf = opts
-    A, B, M = T
-    am, at, ar, aoff = A[0], A[1], A[2], A[3]
-    bm, bt, br, boff = B[0], B[1], B[2], B[3]
-    mm, mt, mr = M
+    av, aoff = T[0][0], T[0][1]
+    bv, boff = T[1][0], T[1][1]
+    mid = T[2]
     f, ii, order, f0 = buf
     n = 0
     for x in live:
         acell, bcell, k = block_of(layout, bmap, c, x)
-        mk = mm[k] if len(mm) else 0.0
-        tk = mt[k] if len(mt) else 0.0
-        rk = mr[k] if len(mr) else 0.0
+        mk, tk, rk = 0.0, 0.0, 0.0
+        if mid.shape[1]:
+            mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
         for i in range(aoff[acell], aoff[acell + 1]):
             for j in range(boff[bcell], boff[bcell + 1]):
-                m, t = (am[i] + mk) + bm[j], (at[i] + tk) + bt[j]
-                r = 0.0 if exact else ((ar[i] if len(ar) else 0.0) + rk
-                                       + (br[j] if len(br) else 0.0))
+                m, t = (av[i, 0] + mk) + bv[j, 0], (av[i, 1] + tk) + bv[j, 1]
+                r = 0.0 if exact else (av[i, 2] + rk) + bv[j, 2]
                 if nf and f0_covers(f0, nf, m, t, r, exact):
                     continue
                 if n == f.shape[1]:
@@ -237,15 +225,13 @@ def single_cell(layout, c, T, w, live, budget, exact):
     Returns ``(h, gap)``: how many points (-1 when more than ``layout[7]``: use the
     general path) and the largest thinning gap (see ``merge_range``).
     """
-    A, B, M = T
-    asum, bsum = A[5], B[5]
-    mm, mt, mr = M
+    asum, bsum, mid = T[0][2], T[1][2], T[2]
     K, P = layout[1], layout[2]
     ba, bb = (c // P) * K, (c % P) * K
-    _sum_row(w[0], asum[0, ba:ba + K], bsum[0, bb:bb + K], mm)
-    _sum_row(w[1], asum[1, ba:ba + K], bsum[1, bb:bb + K], mt)
+    _sum_row(w[0], asum[0, ba:ba + K], bsum[0, bb:bb + K], mid[0])
+    _sum_row(w[1], asum[1, ba:ba + K], bsum[1, bb:bb + K], mid[1])
     if not exact:
-        _sum_row(w[2], asum[2, ba:ba + K], bsum[2, bb:bb + K], mr)
+        _sum_row(w[2], asum[2, ba:ba + K], bsum[2, bb:bb + K], mid[2])
     h = 0
     bound = np.inf
     while True:                              # the fastest point below the bound, ...

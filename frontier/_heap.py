@@ -1,30 +1,31 @@
-"""A binary min-heap of merge candidates in five parallel arrays, and growable outputs.
+"""A binary min-heap of merge candidates in two arrays, and growable output rows.
 
 A heap entry is ``(memory, time, code, i, j)``: a candidate point, its block and stream
-(``code``, see ``_kernels.merge_range``) and its indices into the two tables. Entries
-are ordered by memory, then time, then code, so that equal points come from the lowest
-block first and the merge is deterministic.
+(``code``, see ``_kernels._merge_cell``) and its indices into the two tables; ``hf``
+holds (memory, time) and ``hx`` (code, i, j) per entry. Entries are ordered by memory,
+then time, then code, so that equal points come from the lowest block first and the
+merge is deterministic.
 
 Usage (inside compiled code)::
 
-    H = new_heap(64)
+    hf, hx = new_heap(64)
     n = 0
-    if n + 1 > len(H[0]):
-        H = grow_heap(H, n + 1)
-    push(H, n, (m, t, code, i, j)); n += 1
-    top = root(H); n = pop(H, n)
+    if n + 1 > len(hf):
+        hf, hx = grow_heap(hf, hx, n + 1)
+    push(hf, hx, n, (m, t, code, i, j)); n += 1
+    top = root(hf, hx); n = pop(hf, hx, n)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit
+from frontier._jit import jit, jit_inline
 
 __all__ = ["key_lt", "root", "push", "pop", "new_heap", "grow_heap", "grow_rows"]
 
 
-@jit
+@jit_inline
 def _lt(m1, t1, c1, m2, t2, c2):
     """Heap order: memory, then time, then code (lower blocks first)."""
     if m1 != m2:
@@ -34,76 +35,75 @@ def _lt(m1, t1, c1, m2, t2, c2):
     return c1 < c2
 
 
-@jit
+@jit_inline
 def key_lt(x, y):
     """Whether entry x comes before entry y."""
     return _lt(x[0], x[1], x[2], y[0], y[1], y[2])
 
 
 @jit
-def root(H):
+def root(hf, hx):
     """The least entry of a non-empty heap."""
-    return (H[0][0], H[1][0], H[2][0], H[3][0], H[4][0])
+    return (hf[0, 0], hf[0, 1], hx[0, 0], hx[0, 1], hx[0, 2])
 
 
 @jit
-def push(H, n, key):
-    """Adds ``key = (memory, time, code, i, j)`` to the heap ``H`` of n entries (room
+def push(hf, hx, n, key):
+    """Adds ``key = (memory, time, code, i, j)`` to the heap of n entries (room
     assumed); the entries on the way up move down into the hole."""
-    hm, ht, hc, hi, hj = H
     m, t, c = key[0], key[1], key[2]
     while n > 0:
         p = (n - 1) >> 1
-        if not _lt(m, t, c, hm[p], ht[p], hc[p]):
+        if not _lt(m, t, c, hf[p, 0], hf[p, 1], hx[p, 0]):
             break
-        hm[n], ht[n], hc[n], hi[n], hj[n] = hm[p], ht[p], hc[p], hi[p], hj[p]
+        hf[n, 0], hf[n, 1] = hf[p, 0], hf[p, 1]
+        hx[n, 0], hx[n, 1], hx[n, 2] = hx[p, 0], hx[p, 1], hx[p, 2]
         n = p
-    hm[n], ht[n], hc[n], hi[n], hj[n] = m, t, c, key[3], key[4]
+    hf[n, 0], hf[n, 1] = m, t
+    hx[n, 0], hx[n, 1], hx[n, 2] = c, key[3], key[4]
 
 
 @jit
-def pop(H, n):
+def pop(hf, hx, n):
     """Removes the root of a heap of n entries; returns the new size."""
-    hm, ht, hc, hi, hj = H
     n -= 1
     if n == 0:
         return n
-    m, t, c, i, j = hm[n], ht[n], hc[n], hi[n], hj[n]
+    m, t, c, i, j = hf[n, 0], hf[n, 1], hx[n, 0], hx[n, 1], hx[n, 2]
     x = 0
     while True:
         y = 2 * x + 1
         if y >= n:
             break
-        if y + 1 < n and _lt(hm[y + 1], ht[y + 1], hc[y + 1], hm[y], ht[y], hc[y]):
+        if y + 1 < n and _lt(hf[y + 1, 0], hf[y + 1, 1], hx[y + 1, 0],
+                             hf[y, 0], hf[y, 1], hx[y, 0]):
             y += 1
-        if not _lt(hm[y], ht[y], hc[y], m, t, c):
+        if not _lt(hf[y, 0], hf[y, 1], hx[y, 0], m, t, c):
             break
-        hm[x], ht[x], hc[x], hi[x], hj[x] = hm[y], ht[y], hc[y], hi[y], hj[y]
+        hf[x, 0], hf[x, 1] = hf[y, 0], hf[y, 1]
+        hx[x, 0], hx[x, 1], hx[x, 2] = hx[y, 0], hx[y, 1], hx[y, 2]
         x = y
-    hm[x], ht[x], hc[x], hi[x], hj[x] = m, t, c, i, j
+    hf[x, 0], hf[x, 1] = m, t
+    hx[x, 0], hx[x, 1], hx[x, 2] = c, i, j
     return n
 
 
 @jit
 def new_heap(cap):
-    """An empty heap with room for ``cap`` entries."""
-    return (np.empty(cap), np.empty(cap), np.empty(cap, dtype=np.int64),
-            np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64))
+    """An empty heap with room for ``cap`` entries: ``(hf, hx)``."""
+    return np.empty((cap, 2)), np.empty((cap, 3), dtype=np.int64)
 
 
 @jit
-def grow_heap(H, need):
-    """``H`` copied into arrays with room for at least ``need`` entries."""
-    G = new_heap(max(2 * len(H[0]), need))
-    for x in range(len(H[0])):           # loops, not slices: slices compile slowly
-        G[0][x], G[1][x], G[2][x] = H[0][x], H[1][x], H[2][x]
-        G[3][x], G[4][x] = H[3][x], H[4][x]
-    return G
+def grow_heap(hf, hx, need):
+    """The heap copied into arrays with room for at least ``need`` entries."""
+    return grow_rows(hf, hx, need)
 
 
 @jit
 def grow_rows(f, i, need):
-    """Copies of the output rows (floats, ints) with room for at least ``need`` rows."""
+    """Copies of two row arrays (floats, ints) with room for at least ``need`` rows
+    (loops, not slice assignment: that compiles numba's string formatting too)."""
     cap = max(2 * len(f), need)
     f2 = np.empty((cap, f.shape[1]))
     i2 = np.empty((cap, i.shape[1]), dtype=np.int64)

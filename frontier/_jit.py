@@ -2,10 +2,13 @@
 
 Usage::
 
-    from frontier._jit import jit
+    from frontier._jit import jit, jit_inline
 
     @jit
     def kernel(x): ...
+
+    @jit_inline
+    def less(a, b): ...         # tiny and hot: inlined by numba into its callers
 
 numba's disk cache (``cache=True``) stamps a compiled function with the hash of its own
 source file only, so a kernel would keep stale machine code after a helper it calls
@@ -26,7 +29,7 @@ from typing import Callable
 from numba import njit
 from numba.core import caching
 
-__all__ = ["jit", "KERNEL_FILES"]
+__all__ = ["jit", "jit_inline", "KERNEL_FILES"]
 
 KERNEL_FILES = ("_jit.py", "_heap.py", "_blocks.py", "_kernels.py", "_scans.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,3 +78,17 @@ if not any(c in caching.CacheImpl._locator_classes for c in _OURS):
 def jit(func: Callable) -> Callable:
     """``numba.njit`` with the kernels' settings: cached on disk, GIL released."""
     return njit(cache=True, nogil=True)(func)
+
+
+def jit_inline(func: Callable) -> Callable:
+    """``jit`` for a tiny helper called once per candidate, which numba inlines into
+    its callers (its own inlining, before LLVM's).
+
+    Measured on the kernels: a numba function that passes an array argument on to
+    another function counts that array's references on entry and exit (atomic
+    operations), and so does one that takes an array out of a tuple; these counts
+    once took most of a merge's time. Hence the hot loops get each table as one array,
+    take nothing out of tuples inside the loop, and have their helpers return what
+    they need done (``_kernels._next_stream``) instead of passing arrays on.
+    """
+    return njit(inline="always", cache=True, nogil=True)(func)

@@ -101,10 +101,23 @@ def _summary(t: Table) -> np.ndarray:
 
 
 def _kernel_table(t: Table, exact: bool) -> tuple:
-    rad = _EMPTY if t.radius is None else _f64(t.radius)
-    suf = _EMPTY if exact else suffix_max(rad, _f64(t.time), np.ascontiguousarray(t.off))
-    return (_f64(t.mem), _f64(t.time), rad, np.ascontiguousarray(t.off, dtype=IDX), suf,
-            _summary(t))
+    """``(vals, off, summary)`` as ``_kernels`` takes a table: a row per point of
+    memory, time, radius and the suffix maximum of radius - time (zeros when exact)."""
+    vals = np.zeros((t.npoints, 4))
+    vals[:, 0], vals[:, 1] = t.mem, t.time
+    off = np.ascontiguousarray(t.off, dtype=IDX)
+    if t.radius is not None:
+        vals[:, 2] = t.radius
+    if not exact:
+        vals[:, 3] = suffix_max(np.ascontiguousarray(vals[:, 2]), _f64(t.time), off)
+    return vals, off, _summary(t)
+
+
+def _mid_rows(mid: Optional[Table]) -> np.ndarray:
+    """The rows memory, time, radius of a one-point-per-cell table (none: no columns)."""
+    if mid is None:
+        return np.zeros((3, 0))
+    return np.ascontiguousarray(np.stack([mid.mem, mid.time, mid.radii()]), dtype=np.float64)
 
 
 def _chunks(spec: _Merge, threads: int) -> list[tuple[int, int]]:
@@ -124,9 +137,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
     """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k)."""
     exact = budget <= 0 and a.radius is None and b.radius is None and (
         mid is None or mid.radius is None)
-    A, B = _kernel_table(a, exact), _kernel_table(b, exact)
-    M = (_EMPTY, _EMPTY, _EMPTY) if mid is None else (
-        _f64(mid.mem), _f64(mid.time), _EMPTY if mid.radius is None else _f64(mid.radius))
+    T = (_kernel_table(a, exact), _kernel_table(b, exact), _mid_rows(mid))
     bmap = np.ascontiguousarray(spec.bmap, dtype=IDX)
 
     single = int(a.npoints == a.ncells and b.npoints == b.ncells and not (
@@ -134,8 +145,9 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
 
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
-                           SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS], dtype=IDX)
-        return K_.merge_range(layout, bmap, A, B, M, float(max(budget, 0.0)), exact)
+                           SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS, a.radius is not None,
+                           b.radius is not None], dtype=IDX)
+        return K_.merge_range(layout, bmap, T, float(max(budget, 0.0)), exact)
 
     ranges = _chunks(spec, threads)
     if len(ranges) > 1:
