@@ -69,7 +69,7 @@ def report(model: str, devices: int, search: SearchOptions) -> bool:
     print(f"  data parallel: {dp.memory_bytes / GIB:.2f} GiB, {dp.time_s:.4f} s "
           f"(network {dp.network_s:.4f} s, compute {dp.compute_s:.4f} s)")
     print(f"  {approximation_line(s['frontier'])}")
-    print(f"  largest frontier cell {s['frontier']['max_cell_points']} points; "
+    print(f"  largest frontier cell {s['frontier'].max_cell_points} points; "
           f"peak memory of this process so far {_peak_rss_gib():.1f} GiB", flush=True)
     mems = [m for m, _ in plans.points]
     times = [t for _, t in plans.points]

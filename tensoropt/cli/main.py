@@ -82,7 +82,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
                                             "network_s": dp.network_s, "compute_s": dp.compute_s},
                           "configs_per_op": result.configs_per_op,
                           "search_s": {k: result.stats[k] for k in ("build_s", "track_s")},
-                          "frontier_stats": {k: v for k, v in result.stats["frontier"].items()
+                          "frontier_stats": {k: v for k, v in result.stats["frontier"].as_dict().items()
                                              if isinstance(v, (int, float, str))},
                           **({"simulator_check": check.to_dict()} if check else {})}, indent=1))
     else:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from statistics import mean
 
+from frontier import TrackStats
+
 from tensoropt.search.approximation import EXACT, approximation_line
 from tensoropt.search.strategy import turning_point
 
@@ -74,9 +76,9 @@ def frontier_table(result, model: str = "", cluster: str = "") -> str:
     return "\n".join(lines)
 
 
-def _elims(stats: dict) -> str:
+def _elims(stats: TrackStats) -> str:
     keys = ("node_eliminations", "edge_eliminations", "branch_eliminations", "heuristic_eliminations")
-    return ", ".join(f"{k.split('_')[0]} {stats.get(k, 0)}" for k in keys)
+    return ", ".join(f"{k.split('_')[0]} {getattr(stats, k)}" for k in keys)
 
 
 def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float | None = None) -> str:

@@ -49,7 +49,7 @@ class SearchOptions:
         max_candidates: None (no cap) or a positive int, e.g. 50_000_000: each product's
             inputs are thinned to about this many candidate points. It bounds the
             search's work, not its error; the error bound reached is in
-            ``stats["frontier"]["time_error_bound"]``. The paper Transformer on 16
+            ``stats["frontier"].time_error_bound_s``. The paper Transformer on 16
             devices needs it.
         threads: Frontier-Tracking threads.
 
@@ -242,7 +242,7 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
             total += per_config[result.node_configs[:, n]]
         return total
 
-    stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": dict(result.stats)}
+    stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": result.stats}
     out = SearchResult(None, {op.name: len(space.configs[op]) for op in space.ops}, stats, space, result)
     out.plans = FrontierPlans(result.points, compute_s, structure, model.num_devices, option,
                               table=lambda: plan_table(out))

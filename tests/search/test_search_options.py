@@ -105,8 +105,8 @@ def test_max_candidates_thins_the_search_and_the_plan_says_so():
     # the same search again, for its statistics: every exact plan keeps the reported bound
     result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4,
                           search=SearchOptions(max_candidates=20))
-    bound = result.stats["frontier"]["time_error_bound"]
-    assert result.stats["frontier"]["capped_products"] > 0 and bound > 0
+    bound = result.stats["frontier"].time_error_bound_s
+    assert result.stats["frontier"].capped_products > 0 and bound > 0
     assert result.plans.points == capped.frontier.points
     for mem, tim in exact.frontier.points:
         assert any(m <= mem and t <= tim + bound + 1e-12 for m, t in capped.frontier.points)
