@@ -19,8 +19,8 @@ Modules: ``_layout`` (Layout), ``_steps`` (Step, transition table, alltoallv exc
 from ._cost import DEFAULT_COST, AlphaBetaCost, CostFn, alpha_beta_cost
 from ._layout import Layout, mesh_coords, mesh_rank
 from ._numpy_exec import run_numpy, run_step_numpy
-from ._planner import (Conversion, NoConversionError, StepCost, conversion_time, enumerate_layouts,
-                       plan_conversion)
+from ._planner import (Conversion, NoConversionError, StepCost, conversion_time, conversion_times,
+                       enumerate_layouts, plan_conversion)
 from ._reuse import ReuseOption, reuse_options
 from ._steps import STEP_KINDS, Exchange, Piece, Step, axis_groups
 
@@ -28,7 +28,7 @@ __all__ = [
     "Layout", "mesh_coords", "mesh_rank",
     "Step", "STEP_KINDS", "Exchange", "Piece", "axis_groups",
     "CostFn", "AlphaBetaCost", "alpha_beta_cost", "DEFAULT_COST",
-    "Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time",
+    "Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time", "conversion_times",
     "enumerate_layouts",
     "run_numpy", "run_step_numpy",
     "ReuseOption", "reuse_options",

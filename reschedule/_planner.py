@@ -45,7 +45,8 @@ from ._cost import DEFAULT_COST, CostFn
 from ._layout import Layout
 from ._steps import Step
 
-__all__ = ["Conversion", "StepCost", "NoConversionError", "plan_conversion", "enumerate_layouts"]
+__all__ = ["Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time",
+           "conversion_times", "enumerate_layouts"]
 
 
 class NoConversionError(ValueError):
@@ -185,12 +186,46 @@ def conversion_time(src: Layout, dst: Layout, shape: Sequence[int], itemsize: in
     return best[dst][0]
 
 
+def conversion_times(src: Layout, dsts: Sequence[Layout], shape: Sequence[int], itemsize: int = 4,
+                     cost_fn: CostFn | None = None, *,
+                     unreachable: float | None = None) -> list[float]:
+    """``[conversion_time(src, dst, ...) for dst in dsts]``, computed with one shortest-path
+    tree per destination mesh (what a cost table over many layout pairs needs).
+
+    Args:
+        unreachable: the value given for a destination no step sequence reaches; None
+            raises ``NoConversionError`` as :func:`conversion_time` does.
+
+    Raises:
+        ValueError, NoConversionError: as :func:`conversion_time`.
+    """
+    out: list[float] = []
+    trees: dict = {}
+    for dst in dsts:
+        shape_t, cost = _checked(src, dst, shape, itemsize, cost_fn, "conversion_times")
+        try:
+            _reachable(src, dst, shape_t)
+            best = trees.get(dst.mesh)
+            if best is None:
+                best = trees[dst.mesh] = _tree(src, dst.mesh, shape_t, int(itemsize), cost)[0]
+            if dst not in best:
+                raise NoConversionError(src, dst, shape_t,
+                                        "no sequence of allowed steps with finite cost reaches it.")
+        except NoConversionError:
+            if unreachable is None:
+                raise
+            out.append(unreachable)
+            continue
+        out.append(best[dst][0])
+    return out
+
+
 def _checked(src, dst, shape, itemsize, cost_fn, who: str):
     if not isinstance(src, Layout) or not isinstance(dst, Layout):
         raise ValueError(f"{who} needs two Layout values, got {src!r} and {dst!r}; "
                          f"build them with Layout(...) or Layout.parse('[4] S0,R').")
-    shape_t = src.check_shape(shape)
-    dst.check_shape(shape_t)
+    shape_t = _checked_shape(src, tuple(shape))
+    _checked_shape(dst, shape_t)
     if src.num_ranks != dst.num_ranks:
         raise ValueError(
             f"cannot convert {src} to {dst} for shape {shape_t}: the ranks don't match, the "
@@ -199,6 +234,13 @@ def _checked(src, dst, shape, itemsize, cost_fn, who: str):
     if not isinstance(itemsize, numbers.Integral) or itemsize < 1:
         raise ValueError(f"itemsize={itemsize!r}: give the bytes per element as an int >= 1.")
     return shape_t, (DEFAULT_COST if cost_fn is None else cost_fn)
+
+
+@functools.lru_cache(maxsize=65536)
+def _checked_shape(layout: Layout, shape: tuple) -> tuple[int, ...]:
+    """``layout.check_shape(shape)``, once per (layout, shape): cost tables ask again and
+    again (a shape that fails raises each time, as nothing is cached for it)."""
+    return layout.check_shape(shape)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -22,10 +22,11 @@ Usage::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from reschedule import Layout, Step, conversion_time, plan_conversion, reuse_options
+from reschedule import Layout, Step, conversion_times, plan_conversion
 from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
@@ -151,6 +152,7 @@ class CostModel:
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
         self.trained = {v for s in graph.train_steps for v in s.var_list}
+        self._edge_tables: dict = {}
 
     # -- ops -------------------------------------------------------------------------------
     def allreduce_s(self, nbytes: float, mesh: tuple[int, ...], axis: int) -> float:
@@ -201,18 +203,57 @@ class CostModel:
             grad: whether a gradient flows back over the edge (``configs.gradient_inputs``
                 of the consumer); None: whether ``tensor`` has a gradient at all.
         """
+        return self.edge_alternative_table(tensor, (src,), (dst,), producer_keeps, consumer_keeps,
+                                           producer_pinned, grad)[(0, 0)]
+
+    def edge_alternative_table(self, tensor, srcs, dsts, producer_keeps: bool,
+                               consumer_keeps: bool, producer_pinned: bool = False,
+                               grad: bool | None = None) -> dict:
+        """``{(u, v): edge_alternatives(tensor, srcs[u], dsts[v], ...)}`` for every pair of
+        source and destination layouts, priced together: one shortest-path tree per source
+        layout (and per destination for the gradient), and kept per distinct (layouts,
+        shape, itemsize, keeps, gradient) so that edges of repeated layers, and edges of
+        other op kinds carrying a tensor of the same shape, share one table."""
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
         grad = tensor in self.grad if grad is None else grad
-        time = conversion_time(src, dst, shape, itemsize, self.step_cost)
+        srcs, dsts = tuple(srcs), tuple(dsts)
+        key = (shape, itemsize, srcs, dsts, producer_keeps, consumer_keeps, producer_pinned, grad)
+        table = self._edge_tables.get(key)
+        if table is None:
+            table = self._edge_tables[key] = self._price_edge_table(
+                shape, itemsize, srcs, dsts, producer_keeps and consumer_keeps, producer_pinned, grad)
+        return table
+
+    def _price_edge_table(self, shape, itemsize, srcs, dsts, both_keep: bool,
+                          producer_pinned: bool, grad: bool) -> dict:
+        cost = self.step_cost
+        forward = [conversion_times(s, dsts, shape, itemsize, cost) for s in srcs]
         if grad:
-            time += conversion_time(dst.grad(), src.grad(), shape, itemsize, self.step_cost)
-        if not (producer_keeps and consumer_keeps):
-            return [EdgeAlternative(0.0, time, "none", src, dst, grad)]
-        if src == dst:
-            return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", src, dst, grad)]
-        return [EdgeAlternative(float(o.extra_memory_bytes), time + o.extra_time_s, o.name, src, dst, grad)
-                for o in reuse_options(src, dst, shape, itemsize, self.step_cost)
-                if not (producer_pinned and o.name == "keep_consumer")]
+            src_grads = [s.grad() for s in srcs]
+            backward = [conversion_times(d.grad(), src_grads, shape, itemsize, cost) for d in dsts]
+        if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
+            reverse = [conversion_times(d, srcs, shape, itemsize, cost, unreachable=math.nan)
+                       for d in dsts]
+        table = {}
+        for u, src in enumerate(srcs):
+            for v, dst in enumerate(dsts):
+                fwd = forward[u][v]
+                time = fwd + backward[v][u] if grad else fwd
+                if not both_keep:
+                    table[(u, v)] = [EdgeAlternative(0.0, time, "none", src, dst, grad)]
+                elif src == dst:
+                    table[(u, v)] = [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time,
+                                                     "shared", src, dst, grad)]
+                else:
+                    alts = [EdgeAlternative(0.0, time, "keep_both", src, dst, grad),
+                            EdgeAlternative(float(-dst.local_bytes(shape, itemsize)), time + fwd,
+                                            "keep_producer", src, dst, grad)]
+                    rev = reverse[v][u]
+                    if not (producer_pinned or math.isnan(rev)):
+                        alts.append(EdgeAlternative(float(-src.local_bytes(shape, itemsize)),
+                                                    time + rev, "keep_consumer", src, dst, grad))
+                    table[(u, v)] = alts
+        return table
 
     def conversions(self, tensor, alternative: EdgeAlternative) -> dict:
         """The conversions an alternative runs: forward, backward (or None), and the one

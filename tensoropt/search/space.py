@@ -149,16 +149,14 @@ class SearchSpace:
         producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
         consumer_keeps = _keeps(consumer, in_index, False)
         grad = gradient_inputs(consumer, self.model.grad)[in_index]
-        alternatives = {}
-        for u, src in enumerate(src_list):
-            for v, dst in enumerate(dst_list):
-                alternatives[(u, v)] = self.model.edge_alternatives(
-                    tensor, src, dst, producer_keeps, consumer_keeps,
-                    producer_pinned=not producer.op_def.grad_from_output_ok, grad=grad)
+        alternatives = self.model.edge_alternative_table(
+            tensor, src_list, dst_list, producer_keeps, consumer_keeps,
+            producer_pinned=not producer.op_def.grad_from_output_ok, grad=grad)
         return src_ids, dst_ids, src_list, dst_list, alternatives
 
     def edge_costs(self, table: EdgeTable) -> np.ndarray:
-        key = id(table.alternatives)  # shared by every edge of the same signatures
+        # shared by every edge with the same layouts and configuration -> layout maps
+        key = (id(table.alternatives), table.src_ids.tobytes(), table.dst_ids.tobytes())
         if key not in self._edge_grids:
             grid = self._edge_grid(table)
             grid.flags.writeable = False   # lets CostGraph share it between those edges
