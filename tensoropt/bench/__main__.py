@@ -9,6 +9,7 @@
     python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
+    python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer] [--devices 16,32,64]
 """
 
 import sys
@@ -17,7 +18,7 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
-           "simulator": "tensoropt.simulator.bench"}
+           "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase"}
 
 
 def main(argv: list[str]) -> int:
