@@ -46,7 +46,7 @@ from ._layout import Layout
 from ._steps import Step
 
 __all__ = ["Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time",
-           "conversion_times", "enumerate_layouts"]
+           "enumerate_layouts"]
 
 
 class NoConversionError(ValueError):
@@ -184,40 +184,6 @@ def conversion_time(src: Layout, dst: Layout, shape: Sequence[int], itemsize: in
         raise NoConversionError(src, dst, shape_t,
                                 "no sequence of allowed steps with finite cost reaches it.")
     return best[dst][0]
-
-
-def conversion_times(src: Layout, dsts: Sequence[Layout], shape: Sequence[int], itemsize: int = 4,
-                     cost_fn: CostFn | None = None, *,
-                     unreachable: float | None = None) -> list[float]:
-    """``[conversion_time(src, dst, ...) for dst in dsts]``, computed with one shortest-path
-    tree per destination mesh (what a cost table over many layout pairs needs).
-
-    Args:
-        unreachable: the value given for a destination no step sequence reaches; None
-            raises ``NoConversionError`` as :func:`conversion_time` does.
-
-    Raises:
-        ValueError, NoConversionError: as :func:`conversion_time`.
-    """
-    out: list[float] = []
-    trees: dict = {}
-    for dst in dsts:
-        shape_t, cost = _checked(src, dst, shape, itemsize, cost_fn, "conversion_times")
-        try:
-            _reachable(src, dst, shape_t)
-            best = trees.get(dst.mesh)
-            if best is None:
-                best = trees[dst.mesh] = _tree(src, dst.mesh, shape_t, int(itemsize), cost)[0]
-            if dst not in best:
-                raise NoConversionError(src, dst, shape_t,
-                                        "no sequence of allowed steps with finite cost reaches it.")
-        except NoConversionError:
-            if unreachable is None:
-                raise
-            out.append(unreachable)
-            continue
-        out.append(best[dst][0])
-    return out
 
 
 def _checked(src, dst, shape, itemsize, cost_fn, who: str):

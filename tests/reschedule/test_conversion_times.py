@@ -13,13 +13,14 @@ from reschedule import (Layout, NoConversionError, alpha_beta_cost, conversion_t
 
 
 def _meshes(n: int) -> list[tuple[int, ...]]:
-    return [(n,), (2, n // 2), (n // 2, 2)] if n >= 4 else [(n,)]
+    meshes = [(n,), (2, n // 2), (n // 2, 2)] if n >= 4 else [(n,)]
+    return meshes + ([(2, 2, n // 4)] if n >= 8 else [])
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_every_destination_as_priced_alone(seed):
     rng = random.Random(seed)
-    n = rng.choice([2, 4, 8])
+    n = rng.choice([2, 4, 8, 16])
     shape = tuple(rng.choice([4, 8, 16]) for _ in range(rng.randint(1, 3)))
     cost = alpha_beta_cost(*((10e-6, 12.5e9) if seed % 2 else (1e-3, 1e12)))
     dsts = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape)]
