@@ -9,6 +9,8 @@
     python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
+    python -m tensoropt.bench mutants [--only NAME ...] [--list]   # one-line library mutations vs the tests
+    python -m tensoropt.bench timings [--skip-recording] [--skip-profiler]   # recording and profiler timings
 """
 
 import sys
@@ -17,7 +19,8 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
-           "simulator": "tensoropt.simulator.bench"}
+           "simulator": "tensoropt.simulator.bench", "mutants": "tensoropt.bench.mutants",
+           "timings": "tensoropt.bench.timings"}
 
 
 def main(argv: list[str]) -> int:

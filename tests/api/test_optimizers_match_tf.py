@@ -50,14 +50,16 @@ def _tensorflow(make_optimizer):
             return np.array(losses), sess.run([w, b])
 
 
-@pytest.mark.parametrize("make_optimizer", [
-    lambda train: train.GradientDescentOptimizer(0.5),
-    lambda train: train.MomentumOptimizer(0.5, 0.9),
-    lambda train: train.MomentumOptimizer(0.5, 0.9, use_nesterov=True),
-], ids=["sgd", "momentum", "nesterov"])
-def test_optimizer_matches_tf_compat_v1_over_three_steps(make_optimizer):
+@pytest.mark.parametrize("make_optimizer, make_tf_optimizer", [
+    (lambda train: train.GradientDescentOptimizer(0.5), None),
+    (lambda train: train.MomentumOptimizer(0.5, 0.9), None),
+    (lambda train: train.MomentumOptimizer(0.5, 0.9, use_nesterov=True), None),
+    # TensorOpt's default momentum is 0.9 (TensorFlow's has none)
+    (lambda train: train.MomentumOptimizer(0.5), lambda train: train.MomentumOptimizer(0.5, 0.9)),
+], ids=["sgd", "momentum", "nesterov", "default_momentum"])
+def test_optimizer_matches_tf_compat_v1_over_three_steps(make_optimizer, make_tf_optimizer):
     losses, (w, b) = _tensoropt(make_optimizer)
-    tf_losses, (tf_w, tf_b) = _tensorflow(make_optimizer)
+    tf_losses, (tf_w, tf_b) = _tensorflow(make_tf_optimizer or make_optimizer)
     np.testing.assert_allclose(losses, tf_losses, rtol=1e-5)
     np.testing.assert_allclose(w, tf_w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b, tf_b, rtol=1e-5, atol=1e-6)

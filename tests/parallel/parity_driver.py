@@ -52,6 +52,8 @@ def mlp():
         w = to.get_variable(f"fc{i}/w", [h.shape[1], width], initializer=to.glorot_uniform_initializer(seed=i))
         b = to.get_variable(f"fc{i}/b", [width], initializer=to.random_normal_initializer(stddev=0.1, seed=9 + i))
         h = to.nn.relu(to.matmul(h, w) + b)
+        if i == 0:   # each rank must apply its slice of the one process's mask
+            h = to.nn.dropout(h, rate=0.25, seed=11)
     wo = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=7))
     logits = to.matmul(h, wo)
     loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
