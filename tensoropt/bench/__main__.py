@@ -10,6 +10,8 @@
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
     python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer] [--devices 16,32,64]
+    python -m tensoropt.bench mutants [--only NAME ...] [--list]   # one-line library mutations vs the tests
+    python -m tensoropt.bench timings [--skip-recording] [--skip-profiler]   # recording and profiler timings
 """
 
 import sys
@@ -18,7 +20,8 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
-           "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase"}
+           "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase",
+           "mutants": "tensoropt.bench.mutants", "timings": "tensoropt.bench.timings"}
 
 
 def main(argv: list[str]) -> int:

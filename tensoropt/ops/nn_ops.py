@@ -8,6 +8,8 @@ Usage::
 
 from __future__ import annotations
 
+import zlib
+
 from tensoropt.dtypes import float32, int32
 from tensoropt.graph import Tensor, get_default_graph
 from tensoropt.ops._common import normalize_axis, op_error
@@ -108,7 +110,14 @@ def bias_add(value, bias, data_format=None, name=None):
 
 @register
 class DropoutDef(OpDef):
-    """Inverted dropout with ``rate``; backward keeps the mask (counted as the output)."""
+    """Inverted dropout with ``rate``; backward keeps the mask (counted as the output).
+
+    Every process draws the mask of the whole tensor from the same seeded stream (the
+    op's ``seed``, or one derived from its name, so that it does not depend on how many
+    ops a rank's graph holds) and keeps its own slice: under any plan the ranks together
+    apply the mask a single process applies. The full mask is a transient [full shape]
+    bool tensor on every rank.
+    """
 
     kind = "dropout"
 
@@ -121,9 +130,17 @@ class DropoutDef(OpDef):
         return Signature(((tuple(x.shape), x.dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):
-        if op.attrs["rate"] == 0.0:
+        rate = op.attrs["rate"]
+        if rate == 0.0:
             return [tf.identity(inputs[0])]
-        return [tf.nn.dropout(inputs[0], rate=op.attrs["rate"], seed=op.attrs["seed"])]
+        x = inputs[0]
+        dims = op.space.outputs[0]
+        full = [ctx.dim_sizes[d] for d in dims]
+        offsets = [ctx.extra.get("dim_offsets", {}).get(d, 0) for d in dims]
+        seed = op.attrs["seed"] if op.attrs["seed"] is not None else zlib.crc32(op.name.encode()) % (2 ** 31)
+        keep = tf.random.uniform(full, seed=seed, dtype=x.dtype) >= rate
+        keep = tf.slice(keep, offsets, list(ctx.output_shapes[0]))
+        return [x * tf.cast(keep, x.dtype) / (1.0 - rate)]
 
 
 def dropout(x, rate=None, noise_shape=None, seed=None, name=None, keep_prob=None):

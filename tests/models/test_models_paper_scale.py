@@ -1,11 +1,11 @@
-"""Every model records at paper (or PaSE) scale quickly, with the right sizes and structure.
+"""Every model records at paper (or PaSE) scale with the right sizes and structure.
 
-Recording creates no TensorFlow object, so these tests build the full-size graphs.
+Recording creates no TensorFlow object, so these tests build the full-size graphs. How
+long recording takes is a benchmark: ``python -m tensoropt.bench timings``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -25,10 +25,8 @@ def build(name, **overrides):
 
 
 @pytest.mark.parametrize("name", models.names())
-def test_every_model_records_at_paper_size_quickly(name):
-    start = time.perf_counter()
+def test_every_model_records_at_paper_size(name):
     spec, graph, stats, _ = build(name)
-    assert time.perf_counter() - start < 3.0
     assert stats.param_bytes > 0 and stats.saved_activation_bytes > 0 and stats.flops > 0
     assert spec.loss.shape == () and graph.train_steps == [spec.train_op]
     assert set(spec.inputs.values()) == {op.outputs[0] for op in graph.operations

@@ -17,7 +17,9 @@ import tensoropt as to
 from tensoropt import models
 
 # Models whose first loss is checked against a reference below; the others are only trained.
-REFERENCED = {"mlp", "cnn", "transformer", "pase_transformer", "resnet101", "paper_wide_resnet"}
+REFERENCED = {"mlp", "cnn", "transformer", "pase_transformer", "resnet101", "paper_wide_resnet",
+              "paper_vgg16", "alexnet", "inception_v3",   # test_models_reference_conv.py
+              "lstm", "rnnlm", "paper_rnn"}   # the LSTMs: test_models_reference_rnn.py
 
 
 @dataclass

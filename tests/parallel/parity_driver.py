@@ -9,11 +9,18 @@ Plans: by default the frontier's two ends, data parallel and 8 random plans, sea
 each rank alike. With ``--summary``, every rank takes them from ``to.search_strategy``'s
 result as a user script would (rank 0 searches, the others receive it): the frontier's
 first, middle and last plans and the data-parallel plan; each plan's hash is compared
-across the ranks.
+across the ranks. Then ``to.find_strategy``'s plan: rank 0 saves it as JSON, every rank
+loads that file and trains the plan it read (``round_trip``: the loaded plan equals the
+one found, edges and steps included).
+
+Every rank's losses and its own block of every parameter (its shard, or its replica) are
+gathered to rank 0 and compared with the single-process run, so a rank whose replica
+diverged is seen.
 """
 
 import hashlib
 import json
+import os
 import sys
 
 import numpy as np
@@ -45,6 +52,8 @@ def mlp():
         w = to.get_variable(f"fc{i}/w", [h.shape[1], width], initializer=to.glorot_uniform_initializer(seed=i))
         b = to.get_variable(f"fc{i}/b", [width], initializer=to.random_normal_initializer(stddev=0.1, seed=9 + i))
         h = to.nn.relu(to.matmul(h, w) + b)
+        if i == 0:   # each rank must apply its slice of the one process's mask
+            h = to.nn.dropout(h, rate=0.25, seed=11)
     wo = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=7))
     logits = to.matmul(h, wo)
     loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
@@ -148,15 +157,45 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
 
 
-def _plans(graph, summary: bool):
+def _found_and_loaded(out_path, rank):
+    """``to.find_strategy``'s plan, and the plan every rank reads back from rank 0's JSON."""
+    from mpi4py import MPI
+    found = to.find_strategy(option="mini_time", cluster="paper-v100x16")
+    path = f"{out_path}.plan.json"
+    if rank == 0:
+        found.save(path)
+    MPI.COMM_WORLD.Barrier()
+    loaded = to.Plan.load(path)
+    MPI.COMM_WORLD.Barrier()
+    if rank == 0:
+        os.remove(path)
+    return found, loaded
+
+
+def _plans(graph, summary: bool, out_path: str = "", rank: int = 0):
     if summary:
         result = to.search_strategy(option="mini_time", cluster="paper-v100x16")
         frontier = result.frontier
-        return [frontier[0], frontier[len(frontier) // 2], frontier[-1], result.data_parallel]
+        found, loaded = _found_and_loaded(out_path, rank)
+        return [frontier[0], frontier[len(frontier) // 2], frontier[-1], result.data_parallel, loaded], found
     search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
     plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
     sample_rng = np.random.default_rng(123)
-    return plans + [sample_plan(search.space, sample_rng) for _ in range(8)]
+    return plans + [sample_plan(search.space, sample_rng) for _ in range(8)], None
+
+
+def _local_blocks(variables):
+    """This rank's own block of each variable (its shard or its replica), unassembled."""
+    runtime = to.runtime._runtime
+    return runtime.session.run({v.op.name: runtime.lowered.tensors[v] for v in variables})
+
+
+def _every_rank_rel(comm, variables, local, ref_params):
+    """The largest relative difference of any rank's block from its slice of the reference."""
+    sharding = to.runtime._runtime.sharding
+    slices = {v.op.name: sharding.layout_of(v).shard_slices(comm.Get_rank(), v.shape) for v in variables}
+    mine = max(rel(local[k], ref_params[k][slices[k]]) for k in ref_params)
+    return max(comm.allgather(mine))
 
 
 def main(out_path, names, summary=False):
@@ -171,19 +210,25 @@ def main(out_path, names, summary=False):
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]
         ref_losses, ref_params = reference(graph, loss, train_op, feeds)
-        plans = _plans(graph, summary)
+        plans, found = _plans(graph, summary, out_path, world.rank)
         variables = graph.trainable_variables
+        comm = MPI.COMM_WORLD
         for index, plan in enumerate(plans):
             to.build_execution_graph(plan=plan)
             losses = [to.run([loss, train_op], feed)[0] for feed in feeds]
             counts = dict(to.runtime._runtime.sharding.collectives.counts)
             params = to.run({v.op.name: v for v in variables})
-            hashes = MPI.COMM_WORLD.allgather(hashlib.sha256(plan.to_json().encode()).hexdigest())
+            every_rank = _every_rank_rel(comm, variables, _local_blocks(variables), ref_params)
+            loss_every_rank = max(comm.allgather(rel(losses, ref_losses)))
+            hashes = comm.allgather(hashlib.sha256(plan.to_json().encode()).hexdigest())
             if world.rank == 0:
                 results.append({
                     "model": name, "plan": index, "option": plan.option,
-                    "loss_rel": rel(losses, ref_losses),
-                    "param_rel": max(rel(params[k], ref_params[k]) for k in ref_params),
+                    "loss_rel": max(rel(losses, ref_losses), loss_every_rank),
+                    "param_rel": max(max(rel(params[k], ref_params[k]) for k in ref_params), every_rank),
+                    "ranks_compared": comm.Get_size(),
+                    "round_trip": None if found is None or index != len(plans) - 1 else (
+                        plan == found and plan.edges == found.edges and len(plan.edges) > 0),
                     "losses": [float(v) for v in losses], "reference": [float(v) for v in ref_losses],
                     "step_kinds": sorted({st.kind for e in plan.edges for st in e.forward_steps}),
                     "reuse": sorted({e.reuse for e in plan.edges}),

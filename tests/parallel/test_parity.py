@@ -8,7 +8,10 @@ the same model with the same initial values and batches. Every collective the bu
 makes is checked against the plan's collective schedule as it is built.
 
 A second launch picks plans as a user script does, from ``to.search_strategy``'s result
-on every rank: the frontier's first, middle and last plans and the data-parallel plan.
+on every rank: the frontier's first, middle and last plans and the data-parallel plan;
+then ``to.find_strategy``'s plan, saved as JSON by rank 0 and loaded by every rank.
+
+Both compare every rank's losses and its own block of every parameter, shard or replica.
 """
 
 import json
@@ -42,6 +45,7 @@ def test_every_plan_matches_one_process_and_its_collective_counts(mpirun, tmp_pa
             assert r["param_rel"] <= 1e-4, f"{label}: final parameters differ by {r['param_rel']:.2e}"
             assert r["collectives"] == r["expected_collectives"], (
                 f"{label}: built {r['collectives']}, the plan says {r['expected_collectives']}")
+            assert r["ranks_compared"] == 4, label
         kinds = set().union(*(r["step_kinds"] for r in rows))
         assert {"allgather", "alltoall", "alltoallv", "slice"} <= kinds, f"{model}: steps seen {kinds}"
         reuse = set().union(*(r["reuse"] for r in rows))
@@ -58,10 +62,11 @@ def test_frontier_plans_picked_on_every_rank_train_like_one_process(mpirun, tmp_
     models = ["mlp", "transformer"]
     mpirun(4, str(driver), str(out), "--summary", *models, timeout=900)
     results = json.loads(out.read_text())
-    assert [r["model"] for r in results] == [m for m in models for _ in range(4)]
+    assert [r["model"] for r in results] == [m for m in models for _ in range(5)]
     for model in models:
         rows = [r for r in results if r["model"] == model]
-        assert [r["option"] for r in rows] == ["mini_time"] * 3 + ["data_parallel"]
+        assert [r["option"] for r in rows] == ["mini_time"] * 3 + ["data_parallel", "mini_time"]
+        assert rows[-1]["round_trip"] is True, f"{model}: find_strategy's plan changed through JSON"
         memory = [r["memory_bytes"] for r in rows[:3]]
         assert memory[0] < memory[2] and memory == sorted(memory), "first, middle, last of the frontier"
         for r in rows:
@@ -70,3 +75,4 @@ def test_frontier_plans_picked_on_every_rank_train_like_one_process(mpirun, tmp_
             assert r["loss_rel"] <= 1e-4, f"{label}: losses {r['losses']} vs {r['reference']}"
             assert r["param_rel"] <= 1e-4, f"{label}: final parameters differ by {r['param_rel']:.2e}"
             assert r["collectives"] == r["expected_collectives"], label
+            assert r["ranks_compared"] == 4, label
