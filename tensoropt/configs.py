@@ -45,7 +45,7 @@ from tensoropt.plan import OpConfig
 
 __all__ = ["Config", "enumerate_configs", "input_layout", "output_layout",
            "tensor_layout", "local_dim_sizes", "config_of", "op_config", "gradient_tensors",
-           "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes"]
+           "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes", "reruns_forward"]
 
 
 @dataclass(frozen=True)
@@ -285,3 +285,12 @@ def saved_bytes(op, config: Config | None = None, count_parameters: bool = True)
     itemsize = op.outputs[0].dtype.itemsize if op.outputs else 4
     total += sum(math.prod(local[d] for d in dims) * itemsize for dims in space.saved_internal)
     return int(total)
+
+
+def reruns_forward(op) -> bool:
+    """Whether ``op``'s gradient reads its own forward results (saved outputs or internal
+    tensors, or ``OpDef.backward_reads_outputs``), so that differentiating it on rebuilt
+    inputs (keep_producer) runs its forward again."""
+    space = op.space
+    return bool(space.saved_outputs or space.saved_internal
+                or getattr(op.op_def, "backward_reads_outputs", False))

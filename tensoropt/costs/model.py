@@ -8,6 +8,15 @@ groups). Per data edge and pair of configurations (``edge_alternatives``): the
 re-scheduling time forward and backward, from ``reschedule``, and, for a tensor both ends
 keep for backward, the three tensor-reuse choices as (extra memory, extra time).
 
+Two rules keep the additive sums true to what the run does:
+
+- keep_producer makes the consumer convert the input itself and rebuild it in backward;
+  an op whose gradient reads its forward results (``reruns_forward``: max-pool, softmax,
+  cross-entropy, LSTM, ...) then re-runs its forward (and an LSTM its hidden gathers) in
+  backward. ``rerun_cost`` prices that, and the keep_producer alternative carries it.
+- keep_consumer drops the producer's one copy; it is offered only when a single consumer
+  keeps the tensor (``sole_keeper``), else two edges would each count that one saving.
+
 A ``Collectives`` provider prices a collective ``time_s(collective, nbytes, group_size,
 stride)`` (``tensoropt.costs.collective_times``: analytical alpha-beta on a cluster, or profiled);
 compute time comes from FLOPs and the device's peak (``peak_flops``), the analytical
@@ -29,11 +38,11 @@ from reschedule import Layout, Step, conversion_time, plan_conversion, reuse_opt
 from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
-                               saved_bytes)
+                               reruns_forward, saved_bytes)
 from tensoropt.costs.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad",
-           "FORWARD_SHARE"]
+           "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -85,6 +94,8 @@ class EdgeAlternative:
             "keep_consumer", or "shared" (same layout: one physical copy).
         src, dst: the producer's and the consumer's layouts.
         grad: whether a gradient flows back over the edge.
+        compute_s: the part of ``time_s`` that is compute: a keep_producer consumer's
+            forward re-run in backward (``CostModel.rerun_cost``).
     """
 
     memory_bytes: float
@@ -93,6 +104,12 @@ class EdgeAlternative:
     src: Layout
     dst: Layout
     grad: bool
+    compute_s: float = 0.0
+
+    @property
+    def network_s(self) -> float:
+        """The collectives' part of ``time_s`` (the rest, ``compute_s``, is a re-run)."""
+        return self.time_s - self.compute_s
 
 
 @dataclass(frozen=True)
@@ -182,6 +199,20 @@ class CostModel:
         forward = min(compute, max(0.0, split(op, config))) if split else compute * FORWARD_SHARE
         return forward, compute - forward
 
+    def rerun_cost(self, op, config: Config) -> tuple[float, float]:
+        """``(compute_s, network_s)`` ``op`` spends again in backward when it converts an
+        input itself (keep_producer): its forward compute when its gradient reads its
+        forward results (``reruns_forward``), and its own forward collectives issued
+        inside it (an LSTM's hidden gathers), as the builder's re-run issues them."""
+        inputs = gradient_inputs(op, self.grad)
+        if not any(inputs):
+            return 0.0, 0.0
+        compute = self.compute_split(op, config)[0] if reruns_forward(op) else 0.0
+        network = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
+                                              _axis_stride(config.mesh, c.mesh_axis))
+                      for c in op_collectives(op, config, inputs) if c.inside and c.phase == "forward")
+        return compute, network + 0.0
+
     # -- edges -----------------------------------------------------------------------------
     def conversion(self, src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int):
         """The cheapest conversion under this model (``reschedule`` caches the plans)."""
@@ -189,7 +220,8 @@ class CostModel:
 
     def edge_alternatives(self, tensor, src: Layout, dst: Layout, producer_keeps: bool,
                           consumer_keeps: bool, producer_pinned: bool = False,
-                          grad: bool | None = None) -> list[EdgeAlternative]:
+                          grad: bool | None = None, sole_keeper: bool = True,
+                          rerun: tuple[float, float] = (0.0, 0.0)) -> list[EdgeAlternative]:
         """The (memory, time) choices for carrying ``tensor`` from ``src`` to ``dst``.
 
         Args:
@@ -200,6 +232,11 @@ class CostModel:
                 "keep_both" and "keep_producer" apply.
             grad: whether a gradient flows back over the edge (``configs.gradient_inputs``
                 of the consumer); None: whether ``tensor`` has a gradient at all.
+            sole_keeper: the consumer is the only one keeping ``tensor`` for backward;
+                otherwise "keep_consumer" is not offered (its saving, the producer's one
+                copy, would be counted once per such edge).
+            rerun: ``(compute_s, network_s)`` the consumer re-runs in backward under
+                "keep_producer" (``rerun_cost`` of the consumer's configuration).
         """
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
         grad = tensor in self.grad if grad is None else grad
@@ -210,9 +247,15 @@ class CostModel:
             return [EdgeAlternative(0.0, time, "none", src, dst, grad)]
         if src == dst:
             return [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time, "shared", src, dst, grad)]
-        return [EdgeAlternative(float(o.extra_memory_bytes), time + o.extra_time_s, o.name, src, dst, grad)
-                for o in reuse_options(src, dst, shape, itemsize, self.step_cost)
-                if not (producer_pinned and o.name == "keep_consumer")]
+        out = []
+        for o in reuse_options(src, dst, shape, itemsize, self.step_cost):
+            if o.name == "keep_consumer" and (producer_pinned or not sole_keeper):
+                continue
+            extra = sum(rerun) if o.name == "keep_producer" else 0.0
+            compute = float(rerun[0]) if o.name == "keep_producer" else 0.0
+            out.append(EdgeAlternative(float(o.extra_memory_bytes), time + o.extra_time_s + extra, o.name,
+                                       src, dst, grad, compute))
+        return out
 
     def conversions(self, tensor, alternative: EdgeAlternative) -> dict:
         """The conversions an alternative runs: forward, backward (or None), and the one
