@@ -22,7 +22,7 @@ import numpy as np
 
 from frontier import CostGraph
 from tensoropt.configs import (Config, enumerate_configs, gradient_inputs, input_layout, op_config,
-                               output_layout)
+                               output_layout, partial_out_ok)
 from tensoropt.costs.model import CostModel
 from tensoropt.plan import EdgePlan, OpConfig
 
@@ -87,7 +87,7 @@ class SearchSpace:
                 tuple((tuple(t.shape), t.dtype.name, g)
                       for t, g in zip(op.inputs, gradient_inputs(op, model.grad))),
                 tuple(tuple(t.shape) for t in op.outputs),
-                op.kind == "variable" and op.outputs[0] in model.trained)
+                op.kind == "variable" and op.outputs[0] in model.trained, partial_out_ok(op))
 
     def edge_entry(self, e: int, table: EdgeTable, pair: tuple, j: int) -> EdgePlan:
         """Edge e's EdgePlan for layout pair ``pair`` and alternative j. Plans of one search

@@ -121,3 +121,63 @@ def test_keep_consumer_is_not_offered_when_two_consumers_keep_the_tensor():
         table = _table(space, "sm", name)
         reuses = {a.reuse for alts in table.alternatives.values() for a in alts}
         assert "keep_both" in reuses and "keep_consumer" not in reuses, reuses
+
+
+class ByKind:
+    """allreduce 3 ms, reducescatter 1 ms, anything else 2 ms."""
+
+    def time_s(self, collective, nbytes, group_size, stride):
+        return {"allreduce": 3e-3, "reducescatter": 1e-3}.get(collective, 2e-3)
+
+
+def test_partial_output_reduce_scatters_straight_into_the_consumer_split():
+    from tensoropt.configs import Config, op_collectives, output_layout
+    x = to.placeholder(to.float32, [B, C], name="x")
+    w = to.get_variable("w", [C, H])
+    h = to.matmul(x, w, name="mm")                      # k = C, split 2 ways below
+    out = to.nn.relu(h, name="act")
+    to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_sum(out))
+    graph = to.get_default_graph()
+    model = CostModel(graph, N, ByKind(), PEAK)
+    space, _ = build_space(graph, model)
+    mm, act = graph.get_operation_by_name("mm"), graph.get_operation_by_name("act")
+    reduce_k = [c for c in space.configs[mm] if c.axis_dims == ("k",)]
+    assert {c.partial_out for c in reduce_k} == {False, True}, "both ways to finish the k split"
+    summed, partial = sorted(reduce_k, key=lambda c: c.partial_out)
+    # the op's own all-reduce of its output is gone; its output is partial on axis 0
+    assert [c.kind for c in op_collectives(mm, summed, (True, True)) if c.phase == "forward"] == ["allreduce"]
+    assert [c for c in op_collectives(mm, partial, (True, True)) if c.phase == "forward"] == []
+    assert model.op_cost(mm, summed).sync_s - model.op_cost(mm, partial).sync_s == pytest.approx(3e-3)
+    assert output_layout(mm, partial, 0) == Layout((N,), (-1, -1), frozenset({0}))
+    # into relu split by rows: one reduce-scatter (1 ms) forward, an all-gather (2 ms) back
+    rows = Config((N,), ("d0",))
+    table = _table(space, "mm", "act")
+    u = int(table.src_ids[space.config_index(mm, partial)])
+    v = int(table.dst_ids[space.config_index(act, rows)])
+    (alt,) = table.alternatives[(u, v)]
+    conv = model.conversions(h, alt)
+    assert [s.kind for s in conv["forward"].steps] == ["reducescatter"]
+    assert [s.kind for s in conv["backward"].steps] == ["allgather"]
+    assert alt.time_s == pytest.approx(1e-3 + 2e-3)
+    # the same split with the op's own all-reduce: 3 ms in the op, then a free slice
+    u2 = int(table.src_ids[space.config_index(mm, summed)])
+    (alt2,) = table.alternatives[(u2, v)]
+    assert alt2.time_s == pytest.approx(2e-3)       # slice forward, all-gather back
+    assert partial in space.configs[mm] and str(partial).endswith("partial-out")
+    # and a plan file carries it
+    from tensoropt.configs import config_of, op_config
+    from tensoropt.plan import OpConfig
+    oc = op_config(partial)
+    assert oc.to_dict()["partial_out"] is True and OpConfig.from_dict(oc.to_dict()) == oc
+    assert "partial_out" not in op_config(summed).to_dict()
+
+
+def test_a_loss_never_stays_partial():
+    x = to.placeholder(to.float32, [B, C], name="x")
+    w = to.get_variable("w", [C, H])
+    loss = to.reduce_sum(to.matmul(x, w), name="loss")
+    to.train.GradientDescentOptimizer(0.1).minimize(loss)
+    graph = to.get_default_graph()
+    space, _ = build_space(graph, CostModel(graph, N, ByKind(), PEAK))
+    assert not any(c.partial_out for c in space.configs[graph.get_operation_by_name("loss")])
+    assert any(c.partial_out for c in space.configs[graph.get_operation_by_name("MatMul")])
