@@ -41,7 +41,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_col
                                reruns_forward, saved_bytes)
 from tensoropt.costs.profiler import AnalyticalCompute
 
-__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad",
+__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "WithCycle", "requires_grad",
            "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
@@ -113,6 +113,25 @@ class EdgeAlternative:
 
 
 @dataclass(frozen=True)
+class WithCycle:
+    """A ``Collectives`` provider whose collectives cost what one costs in a chain inside a
+    step: ``cycle_s`` (horovod's cycle, negotiation and latency, as ``tensoropt calibrate``
+    measures it: ``overheads.collective_s``) plus what the provider's time for ``nbytes``
+    exceeds its time for a tiny buffer of the same kind and group (a standalone calibrated
+    call also pays a ``session.run``, which a chain inside a step does not)."""
+
+    collectives: Collectives
+    cycle_s: float
+
+    def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
+        base = self.collectives.time_s(collective, nbytes, group_size, stride)
+        if nbytes <= 0 or group_size <= 1 or base <= 0:
+            return base
+        tiny = self.collectives.time_s(collective, 4 * group_size, group_size, stride)
+        return self.cycle_s + max(0.0, base - tiny)
+
+
+@dataclass(frozen=True)
 class StepCostFn:
     """Adapts a ``Collectives`` provider to ``reschedule``'s ``cost_fn(step, shape, itemsize)``."""
 
@@ -151,17 +170,29 @@ class CostModel:
     """Prices ops and edges of one recorded graph on ``num_devices`` devices."""
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
-                 compute=None):
+                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
                 ``peak_flops``).
+            op_overhead_s: launch overhead added to an op's forward, and again to its
+                backward when one runs (sources excluded); from a calibration profile's
+                ``overheads.op_s``.
+            collective_overhead_s: a collective's cost in a chain (``WithCycle``); from a
+                calibration profile's ``overheads.collective_s``. 0: the provider's times
+                as they are.
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
+        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s)):
+            if not value >= 0:
+                raise ValueError(f"{name}={value}: give seconds >= 0 (from tensoropt calibrate)")
         self.graph = graph
         self.num_devices = num_devices
-        self.collectives = collectives
+        self.op_overhead_s = float(op_overhead_s)
+        self.collective_overhead_s = float(collective_overhead_s)
+        self.collectives = WithCycle(collectives, self.collective_overhead_s) if collective_overhead_s \
+            else collectives
         self.peak_flops = float(peak_flops)
         self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
         self.step_cost = StepCostFn(collectives)
@@ -179,13 +210,19 @@ class CostModel:
             trained = op.outputs[0] in self.trained
             return OpCost(param_bytes=nbytes * ((2 + self.slots) if trained else 1),
                           saved_bytes=0.0, compute_s=0.0, sync_s=0.0)
-        compute = self.compute.compute_s(op, config)
+        compute = self.compute.compute_s(op, config) + self._launch_s(op)
         # the op's own collectives, by the rule the schedule and the builder also follow
         sync = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
                                            _axis_stride(config.mesh, c.mesh_axis))
                    for c in op_collectives(op, config, gradient_inputs(op, self.grad))) + 0.0
         return OpCost(param_bytes=0.0, saved_bytes=float(saved_bytes(op, config)), compute_s=compute,
                       sync_s=sync)
+
+    def _launch_s(self, op) -> float:
+        """The op's launch overheads: forward, and backward when a gradient flows."""
+        if not self.op_overhead_s or op.kind in ("variable", "placeholder", "fill"):
+            return 0.0
+        return self.op_overhead_s * (2 if any(gradient_inputs(op, self.grad)) else 1)
 
     def compute_split(self, op, config: Config) -> tuple[float, float]:
         """``(forward_s, backward_s)`` of the op's ``compute_s``: the provider's own split
@@ -196,8 +233,10 @@ class CostModel:
         if not any(gradient_inputs(op, self.grad)):
             return compute, 0.0
         split = getattr(self.compute, "forward_s", None)
-        forward = min(compute, max(0.0, split(op, config))) if split else compute * FORWARD_SHARE
-        return forward, compute - forward
+        launch = self._launch_s(op) / 2      # one launch each way
+        work = compute - 2 * launch
+        forward = min(work, max(0.0, split(op, config))) if split else work * FORWARD_SHARE
+        return forward + launch, compute - forward - launch
 
     def rerun_cost(self, op, config: Config) -> tuple[float, float]:
         """``(compute_s, network_s)`` ``op`` spends again in backward when it converts an

@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tensoropt.units import format_bytes
+
 __all__ = ["StepProfile", "trace_options", "profile_from_trace", "resident_bytes", "format_bytes"]
 
 
@@ -87,15 +89,3 @@ def resident_bytes(tf, tf_graph) -> int:
     """Bytes of every global variable of ``tf_graph`` (this rank's shards)."""
     with tf_graph.as_default():
         return int(sum(v.shape.num_elements() * v.dtype.size for v in tf.compat.v1.global_variables()))
-
-
-def format_bytes(nbytes: float) -> str:
-    """Bytes in the unit that fits: ``512 B``, ``3.2 KiB``, ``41.0 MiB``, ``1.50 GiB``."""
-    value = float(nbytes)
-    sign = "-" if value < 0 else ""
-    value = abs(value)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if value >= scale:
-            digits = 2 if unit == "GiB" else 1
-            return f"{sign}{value / scale:.{digits}f} {unit}"
-    return f"{sign}{value:.0f} B"
