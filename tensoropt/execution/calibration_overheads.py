@@ -65,15 +65,17 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
     if chain < 2 or repeats < 1:
         raise ValueError(f"calibrate: the overhead chain needs >= 2 links and >= 1 repeat, got {chain}, {repeats}")
     tf, hvd = cal.tf, cal.hvd
+    op_chain = max(chain, 512)
     graph = tf.Graph()
     fetches = {}
     with graph.as_default():
         one = tf.ones([1], tf.float32)
-        for n in (1, chain):
+        for n in (1, op_chain):         # tiny ops cost ~1 us: a long chain rises above noise
             x = one
             for _ in range(n):
                 x = x + 1.0
             fetches[("op", n)] = x
+        for n in (1, chain):
             if cal.size > 1:
                 y = one
                 for k in range(n):
@@ -89,14 +91,14 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
             fetches["allreduce"] = tf.reduce_sum(hvd.allreduce(big, op=hvd.Sum, name="tensoropt_overheads/big")[:1])
     session = _session(tf, graph, cal.intra_threads)
     try:
-        def slope(kind: str) -> float:
+        def slope(kind: str, n: int) -> float:
             t1 = _timed(cal, lambda: session.run(fetches[(kind, 1)]), repeats)
-            tn = _timed(cal, lambda: session.run(fetches[(kind, chain)]), repeats)
-            return max(0.0, (tn - t1) / (chain - 1))
+            tn = _timed(cal, lambda: session.run(fetches[(kind, n)]), repeats)
+            return max(0.0, (tn - t1) / (n - 1))
 
-        out = {"op_s": slope("op"), "chain": chain}
+        out = {"op_s": slope("op", op_chain), "chain": chain, "op_chain": op_chain}
         if cal.size > 1:
-            out["collective_s"] = slope("collective")
+            out["collective_s"] = slope("collective", chain)
             alone = _timed(cal, lambda: session.run(fetches["matmul"]), repeats)
             both = _timed(cal, lambda: session.run([fetches["matmul"], fetches["allreduce"]]), repeats)
             reduce_only = _timed(cal, lambda: session.run(fetches["allreduce"]), repeats)
