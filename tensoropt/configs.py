@@ -45,7 +45,8 @@ from tensoropt.plan import OpConfig
 
 __all__ = ["Config", "enumerate_configs", "input_layout", "output_layout",
            "tensor_layout", "local_dim_sizes", "config_of", "op_config", "gradient_tensors",
-           "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes"]
+           "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes", "reruns_forward",
+           "partial_out_ok"]
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,15 @@ class Config:
     Attributes:
         mesh: device mesh, e.g. ``(2, 4)``.
         axis_dims: per mesh axis, the iteration dim it splits, or None (redundant).
+        partial_out: the output stays partial along the axes that split reduction dims
+            (the op does not all-reduce it; its out-edges reduce it, e.g. a reduce-scatter
+            straight into the consumer's split). Offered by ``enumerate_configs`` only
+            where ``partial_out_ok``.
     """
 
     mesh: tuple[int, ...]
     axis_dims: tuple[str | None, ...]
+    partial_out: bool = False
 
     def dim_axes(self) -> dict[str, int]:
         """Iteration dim -> the mesh axis splitting it."""
@@ -75,7 +81,13 @@ class Config:
     def __str__(self) -> str:
         mesh = "[" + ",".join(map(str, self.mesh)) + "]"
         split = ",".join(f"{d}:{a}" for a, d in enumerate(self.axis_dims) if d is not None)
-        return f"{mesh} {split or 'replicated'}"
+        return f"{mesh} {split or 'replicated'}" + (" partial-out" if self.partial_out else "")
+
+    def partial_axes(self, space) -> frozenset:
+        """The mesh axes along which the outputs stay partial (``partial_out``)."""
+        if not self.partial_out:
+            return frozenset()
+        return frozenset(a for a, d in enumerate(self.axis_dims) if d is not None and d in space.reductions)
 
 
 def local_dim_sizes(space, config: Config) -> dict[str, int]:
@@ -112,6 +124,7 @@ def enumerate_configs(op, num_devices: int, max_axes: int = 3) -> list[Config]:
     if num_devices == 1:
         return [Config((1,), (None,))]
     splittable = space.splittable_dims()
+    may_partial = bool(space.reductions) and partial_out_ok(op)
     configs: list[Config] = []
     seen_replicated = False
     for mesh in device_meshes(num_devices, max_axes):
@@ -123,7 +136,24 @@ def enumerate_configs(op, num_devices: int, max_axes: int = 3) -> list[Config]:
                 combo = (None,)
                 mesh = (num_devices,)
             configs.append(Config(mesh, tuple(combo)))
+            if may_partial and any(d in space.reductions for d in combo if d is not None):
+                configs.append(Config(mesh, tuple(combo), partial_out=True))
     return configs
+
+
+def partial_out_ok(op) -> bool:
+    """Whether ``op`` may leave its output partial (``Config.partial_out``): one floating
+    output that other ops consume, that is no training loss, and that the op's own
+    backward does not keep (the reduction then happens on the out-edges)."""
+    if len(op.outputs) != 1 or op.space.saved_outputs or op.space.saved_internal:
+        return False
+    out = op.outputs[0]
+    graph = getattr(op, "graph", None)
+    if not out.dtype.is_floating or graph is None:
+        return False
+    if any(step.loss is out for step in graph.train_steps):
+        return False
+    return any(out in c.inputs for c in graph.operations)
 
 
 def tensor_layout(carried: tuple[str | None, ...], config: Config) -> Layout:
@@ -142,14 +172,18 @@ def output_layout(op, config: Config, index: int) -> Layout:
     """The layout of ``op``'s output ``index`` under ``config``.
 
     Axes that split a reduction dim are all-reduced inside the op, so the output is
-    replicated (not partial) along them.
+    replicated (not partial) along them -- unless ``config.partial_out``: then it is
+    partial along them.
     """
-    return tensor_layout(op.space.outputs[index], config)
+    layout = tensor_layout(op.space.outputs[index], config)
+    partial = config.partial_axes(op.space)
+    return Layout(layout.mesh, layout.tensor_map, partial) if partial else layout
 
 
 def op_config(config: Config):
     """The Plan form (``tensoropt.plan.OpConfig``) of a configuration."""
-    return OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims) if d is not None))
+    return OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims) if d is not None),
+                    config.partial_out)
 
 
 def config_of(plan, op) -> Config:
@@ -167,7 +201,7 @@ def config_of(plan, op) -> Config:
     axis_dims: list = [None] * len(mesh)
     for dim, axis in c.dim_axes:
         axis_dims[axis] = dim
-    return Config(mesh, tuple(axis_dims))
+    return Config(mesh, tuple(axis_dims), c.partial_out)
 
 
 # -- the rules shared by costs, the collective schedule and execution ----------------------
@@ -248,6 +282,8 @@ def op_collectives(op, config: Config, grad_inputs: Sequence[bool], tag: str = "
         steps = range(1, space.dims["t"])
         out += [OpCollective("allgather", f"hidden/{t}{tag}", "forward", axis, gathered) for t in steps]
     for j, t in enumerate(op.outputs):
+        if config.partial_out:   # the out-edges reduce it
+            break
         nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
         out += [OpCollective("allreduce", f"out{j}/axis{dim_axes[d]}", "forward", dim_axes[d], nbytes,
                              output=j) for d in sorted(space.reductions) if d in dim_axes]
@@ -285,3 +321,12 @@ def saved_bytes(op, config: Config | None = None, count_parameters: bool = True)
     itemsize = op.outputs[0].dtype.itemsize if op.outputs else 4
     total += sum(math.prod(local[d] for d in dims) * itemsize for dims in space.saved_internal)
     return int(total)
+
+
+def reruns_forward(op) -> bool:
+    """Whether ``op``'s gradient reads its own forward results (saved outputs or internal
+    tensors, or ``OpDef.backward_reads_outputs``), so that differentiating it on rebuilt
+    inputs (keep_producer) runs its forward again."""
+    space = op.space
+    return bool(space.saved_outputs or space.saved_internal
+                or getattr(op.op_def, "backward_reads_outputs", False))

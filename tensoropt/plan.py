@@ -94,6 +94,9 @@ class OpConfig:
         dim_axes: iteration dim -> mesh axis that splits it, in mesh-axis order. A mesh
             axis split over a reduction dim leaves a partial sum; an axis that splits
             nothing means the op is computed redundantly along it.
+        partial_out: the op does not all-reduce that partial sum itself; its output
+            stays partial and each out-edge reduces it on the way (a reduce-scatter straight
+            into the consumer's split, or an all-reduce).
 
     Raises:
         ValueError: for a mesh size that is not a positive int, an axis outside the mesh,
@@ -102,8 +105,11 @@ class OpConfig:
 
     mesh: tuple[int, ...] = ()
     dim_axes: tuple[tuple[str, int], ...] = ()
+    partial_out: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.partial_out, bool):
+            raise ValueError(f"field 'partial_out': expected true or false, found {self.partial_out!r}")
         mesh, dim_axes = tuple(self.mesh), tuple(tuple(p) for p in self.dim_axes)
         if not all(_is_int(m) and m >= 1 for m in mesh):
             raise ValueError(f"field 'mesh': {list(mesh)} is not a list of positive ints, e.g. [2, 4]")
@@ -125,23 +131,26 @@ class OpConfig:
         return math.prod(self.mesh)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mesh": list(self.mesh), "dim_axes": dict(self.dim_axes)}
+        d: dict[str, Any] = {"mesh": list(self.mesh), "dim_axes": dict(self.dim_axes)}
+        if self.partial_out:
+            d["partial_out"] = True
+        return d
 
     @classmethod
     def from_dict(cls, data: Any) -> "OpConfig":
         """Raises ValueError naming the bad field."""
-        _check_fields(data, ("mesh", "dim_axes"))
+        _check_fields(data, ("mesh", "dim_axes"), ("partial_out",))
         if not isinstance(data["mesh"], list):
             raise ValueError(f"field 'mesh': expected a list of ints, found {data['mesh']!r}")
         if not isinstance(data["dim_axes"], dict):
             raise ValueError(f"field 'dim_axes': expected an object dim -> mesh axis, found "
                              f"{data['dim_axes']!r}")
-        return cls(tuple(data["mesh"]), tuple(data["dim_axes"].items()))
+        return cls(tuple(data["mesh"]), tuple(data["dim_axes"].items()), data.get("partial_out", False))
 
     def __str__(self) -> str:
         mesh = "[" + ",".join(map(str, self.mesh)) + "]"
         split = ",".join(f"{d}:{a}" for d, a in self.dim_axes) or "-"
-        return f"{mesh} {split}"
+        return f"{mesh} {split}" + (" partial-out" if self.partial_out else "")
 
 
 def _chain(steps, start: Layout, end: Layout, what: str) -> None:

@@ -27,6 +27,7 @@ import os
 import shlex
 import socket
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +39,14 @@ from tensoropt.execution import PlanSharding, guards
 from tensoropt.execution.guards import StepWatch, check_agreement, check_cache_capacity, horovod_settings
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule
+from tensoropt.execution.step_profile import profile_from_trace, resident_bytes, trace_options
+from tensoropt.execution.step_report import StepReporter, report_step_from_env
 from tensoropt.search import strategy
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import OPTIONS, SearchSettings
 from tensoropt.search.summary import SearchSummary
 from tensoropt.simulator.attach import frontier_observer, simulate_mode
+from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
@@ -80,6 +84,7 @@ class _Runtime:
         self.comm = None
         self.sharding = None
         self.watch = None
+        self.reporter = None
 
 
 _runtime = _Runtime()
@@ -136,7 +141,8 @@ def mpirun_command(n: int) -> str:
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                  max_candidates: int | None = None, threads: int = 1, simulate=False):
+                  max_candidates: int | None = None, threads: int = 1, simulate=False,
+                  check_peak: bool = True):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -163,6 +169,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             ``tensoropt.simulator.attach``), attached to ``search_strategy(...)``'s result
             as ``simulator_check``; it warns, with both numbers, when the chosen plan's
             simulated peak exceeds the memory limit. Not for "profiling".
+        check_peak: True (default): the chosen plan's peak over the step, as the
+            simulator's liveness counts it (saved activations, transient and
+            re-scheduling buffers, parameters, gradients and slots), must also fit the
+            memory limit, not only the additive estimate the search optimizes; the
+            fastest frontier plan for which both fit is chosen.
 
     Returns:
         The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
@@ -178,14 +189,16 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     """
     summary = search_strategy(option, memory_limit, parallelism, parallelisms=parallelisms,
                               cost_model=cost_model, cluster=cluster, graph=graph, epsilon=epsilon,
-                              max_candidates=max_candidates, threads=threads, simulate=simulate)
+                              max_candidates=max_candidates, threads=threads, simulate=simulate,
+                              check_peak=check_peak)
     return summary.profile if option == "profiling" else summary.chosen
 
 
 def search_strategy(option: str = "mini_time", memory_limit: float | None = None,
                     parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                    max_candidates: int | None = None, threads: int = 1, simulate=False):
+                    max_candidates: int | None = None, threads: int = 1, simulate=False,
+                    check_peak: bool = True):
     """``find_strategy``'s search, whole: a ``tensoropt.search.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
@@ -216,8 +229,9 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     if w.rank == 0:
         try:
             settings = _settings(option, memory_limit, parallelism, parallelisms, cost_model, cluster, search)
-            outcome = ("summary", strategy.search_summary(graph, settings,
-                                                          observe=frontier_observer(simulate)).to_bytes())
+            peak = _checked_peak(graph) if check_peak else None
+            outcome = ("summary", strategy.search_summary(graph, settings, observe=frontier_observer(simulate),
+                                                          peak=peak).to_bytes())
         except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
             if _runtime.comm is None or w.size == 1:
                 raise
@@ -227,6 +241,15 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     if outcome[0] == "error":
         raise outcome[1]
     return SearchSummary.from_bytes(outcome[1])
+
+
+def _checked_peak(graph):
+    """``peak(plan, result, cluster)``: the simulator's liveness peak of ``plan`` on the
+    representative rank, under the search's own cost model."""
+    def peak(plan, result, cluster) -> float:
+        return float(simulate_plan(graph, plan, cluster, result.space.model).peak_memory_bytes)
+
+    return peak
 
 
 def _sendable(error: Exception) -> Exception:
@@ -313,12 +336,21 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     lowered.initialize(session)
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
     _runtime.sharding = sharding
+    _runtime.reporter = StepReporter(plan, _runtime.comm if size > 1 else None, world().rank,
+                                     report_step_from_env())
 
 
-def run(fetches, feed_dict: dict | None = None):
+def run(fetches, feed_dict: dict | None = None, profile: bool = False):
     """Runs ``fetches`` (tensors, variables, training steps, or nests of them).
 
     Returns values in the fetches' structure: numpy arrays for tensors, None for steps.
+    With ``profile=True``, ``(values, StepProfile)``: this rank's wall time, time inside
+    horovod collectives and peak memory of the step (``execution.step_profile``; the
+    step is traced, so it runs somewhat slower).
+
+    After ``TENSOROPT_REPORT_STEP`` (default 5) training steps, rank 0 prints the measured
+    per-step time and peak memory per rank next to the plan's estimates
+    (``execution.step_report``).
 
     Raises:
         RuntimeError: before ``build_execution_graph``.
@@ -334,16 +366,41 @@ def run(fetches, feed_dict: dict | None = None):
         if not isinstance(key, Tensor) or key not in lowered.tensors:
             raise ValueError(f"run: feed key {key!r} is not a tensor of the recorded graph")
         tf_feed[lowered.tensors[key]] = _local_feed(key, np.asarray(value), sharding)
-    if sharding is None:
-        return _runtime.session.run(tf_fetches, feed_dict=tf_feed)
-    watch = _runtime.watch
-    watch.start_step()
+    reporter = _runtime.reporter if _trains(fetches) else None
+    trace = profile or (reporter is not None and reporter.wants_trace())
+    kwargs = {}
+    if trace:
+        options, metadata = trace_options(import_tensorflow())
+        kwargs = {"options": options, "run_metadata": metadata}
+    watch = _runtime.watch if sharding is not None else None
+    if watch is not None:
+        watch.start_step()
+    start = time.perf_counter()
     try:
-        values = _runtime.session.run(tf_fetches, feed_dict=tf_feed)
+        values = _runtime.session.run(tf_fetches, feed_dict=tf_feed, **kwargs)
     except Exception as e:
-        _abort_if_stalled(e, watch)
+        if watch is not None:
+            _abort_if_stalled(e, watch)
         raise
-    return _assemble(fetches, values, sharding)
+    wall = time.perf_counter() - start
+    step = profile_from_trace(metadata, wall, resident_bytes(import_tensorflow(), lowered.tf_graph)) \
+        if trace else None
+    if reporter is not None:
+        reporter.step(wall, step)
+    if sharding is not None:
+        values = _assemble(fetches, values, sharding)
+    return (values, step) if profile else values
+
+
+def _trains(fetches) -> bool:
+    """Whether ``fetches`` runs a training step."""
+    if isinstance(fetches, TrainStep):
+        return True
+    if isinstance(fetches, dict):
+        return any(_trains(v) for v in fetches.values())
+    if isinstance(fetches, (list, tuple)):
+        return any(_trains(f) for f in fetches)
+    return False
 
 
 def _abort_if_stalled(error: BaseException, watch) -> None:

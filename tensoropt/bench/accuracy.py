@@ -1,24 +1,32 @@
 """Estimated against measured, as the paper's Table 2, on this machine's MPI ranks.
 
-    mpirun --allow-run-as-root --oversubscribe -np 4 .venv/bin/tensoropt calibrate
-    mpirun --allow-run-as-root --oversubscribe -np 4 .venv/bin/python -m tensoropt.bench accuracy
+    mpirun --allow-run-as-root -np 2 .venv/bin/tensoropt calibrate
+    mpirun --allow-run-as-root -np 2 .venv/bin/python -m tensoropt.bench accuracy
 
-For each model, ``--plans`` plans sampled at random from its search space (priced with
-the profiled cost model: measured op shards and the calibration profile) are built and
-trained. It prints, per model, the mean relative error (c - ĉ) / c of the estimate ĉ
-against the measurement c for:
+One rank per core (``-np 2`` on 2 cores) is the default setting; more ranks than cores
+(``--oversubscribe -np 4``) still runs, and every figure is then labelled oversubscribed.
 
-- per-iteration time: the median wall time of ``--steps`` steps, slowest rank;
-- network time: from one traced step, the time spent in horovod collectives (the plan's
-  collectives are chained, so they do not overlap one another), slowest rank;
-- peak memory per rank: the bytes of every TensorFlow variable (parameters, optimizer
-  slots) plus the allocator's peak during a traced step (activations, gradients and
-  temporaries), largest rank.
+For each model, ``--plans`` plans sampled at random from its search space and
+``--frontier`` plans spread along its frontier (priced with ``--cost-model``: profiled =
+measured op shards and the calibration profile, its overheads included) are built and
+trained. Measured, per plan (slowest or largest rank):
+
+- time: the median wall time of ``--steps`` untraced steps, with its spread (max - min);
+- network: the median over ``--repeats`` traced steps of the time inside horovod ops;
+- peak memory per rank: ``execution.step_profile``'s one measure, resident variables
+  plus the allocation peak of a traced step, the median over the traced steps.
+
+Estimated: the additive figures the search optimizes (``Plan.time_s``, ``network_s``,
+``memory_bytes``) and the simulator's (makespan, busy network time, liveness peak, from
+the same cost model). Printed per model: mean |error| and signed mean of
+(measured - estimated) / measured for each, and Kendall's tau-b between the measured and
+the estimated order of time on the frontier plans.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -27,17 +35,26 @@ import numpy as np
 import tensoropt as to
 from tensoropt import models
 from tensoropt._tf import import_tensorflow
-from tensoropt.search.driver import sample_plan, sampling_space
+from tensoropt.execution.step_profile import format_bytes, profile_from_trace, resident_bytes, trace_options
+from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 from tensoropt.search.strategy import make_cost_model
+from tensoropt.simulator import kendall_tau_b, simulate_plan
+
+__all__ = ["main", "measure_plan", "spread_plans"]
+
+_FIGURES = ("time", "network", "memory")
 
 
-def _measure(spec, plan, feed, comm, steps: int) -> tuple[float, float, float]:
+def measure_plan(spec, plan, feed, comm, steps: int, repeats: int) -> dict:
+    """``plan`` trained on this rank: time (median, spread), network, peak memory; each
+    the slowest / largest rank's."""
+    from mpi4py import MPI
+
     tf = import_tensorflow()
     to.build_execution_graph(engine="tensorflow", plan=plan)
     rt = to.runtime._runtime
     session, lowered = rt.session, rt.lowered
-    tf_feed = {lowered.tensors[k]: rt_feed for k, rt_feed in
-               ((k, to.runtime._local_feed(k, np.asarray(v), rt.sharding)) for k, v in feed.items())}
+    tf_feed = {lowered.tensors[k]: to.runtime._local_feed(k, np.asarray(v), rt.sharding) for k, v in feed.items()}
     train = lowered.train_ops[id(spec.train_op)]
     session.run(train, feed_dict=tf_feed)  # warm up
     times = []
@@ -46,69 +63,106 @@ def _measure(spec, plan, feed, comm, steps: int) -> tuple[float, float, float]:
         start = time.perf_counter()
         session.run(train, feed_dict=tf_feed)
         times.append(time.perf_counter() - start)
-    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    metadata = tf.compat.v1.RunMetadata()
-    comm.Barrier()
-    session.run(train, feed_dict=tf_feed, options=options, run_metadata=metadata)
-    network = peak = 0.0
-    for device in metadata.step_stats.dev_stats:
-        for node in device.node_stats:
-            if "Horovod" in node.timeline_label:
-                network += node.all_end_rel_micros * 1e-6
-            for used in node.memory:
-                peak = max(peak, used.peak_bytes)
-    with lowered.tf_graph.as_default():
-        resident = sum(v.shape.num_elements() * v.dtype.size for v in tf.compat.v1.global_variables())
-    from mpi4py import MPI
+    resident = resident_bytes(tf, lowered.tf_graph)
+    traced = []
+    for _ in range(repeats):
+        options, metadata = trace_options(tf)
+        comm.Barrier()
+        start = time.perf_counter()
+        session.run(train, feed_dict=tf_feed, options=options, run_metadata=metadata)
+        traced.append(profile_from_trace(metadata, time.perf_counter() - start, resident))
+    mine = {"time": statistics.median(times), "time_spread": max(times) - min(times),
+            "network": statistics.median(p.network_s for p in traced),
+            "memory": statistics.median(p.peak_bytes for p in traced),
+            "memory_spread": max(p.peak_bytes for p in traced) - min(p.peak_bytes for p in traced)}
+    return {k: comm.allreduce(v, op=MPI.MAX) for k, v in mine.items()}
 
-    return (comm.allreduce(statistics.median(times), op=MPI.MAX), comm.allreduce(network, op=MPI.MAX),
-            comm.allreduce(resident + peak, op=MPI.MAX))
+
+def spread_plans(frontier, count: int) -> list:
+    """``count`` plans spread evenly along a frontier (all of them when it has fewer)."""
+    n = len(frontier)
+    picks = sorted({int(round(i)) for i in np.linspace(0, n - 1, min(count, n))}) if n else []
+    return [frontier[i] for i in picks]
 
 
 def _error(measured: float, estimated: float) -> float:
     return (measured - estimated) / measured if measured else 0.0
 
 
+def _plans_and_estimates(graph, world, args) -> list[dict]:
+    """Rank 0: the sampled and frontier plans with their additive and simulated figures."""
+    cluster = to.runtime.local_cluster()
+    model = make_cost_model(graph, cluster, world.size, args.cost_model)
+    rng = np.random.default_rng(7)
+    space = sampling_space(graph, model)
+    chosen = [("sampled", sample_plan(space, rng)) for _ in range(args.plans)]
+    if args.frontier:
+        result = search_frontier(graph, model)
+        chosen += [("frontier", p) for p in spread_plans(result.plans, args.frontier)]
+    rows = []
+    for kind, plan in chosen:
+        sim = simulate_plan(graph, plan, cluster, model)
+        rows.append({"kind": kind, "plan": plan.to_json(),
+                     "additive": {"time": plan.time_s, "network": plan.network_s, "memory": plan.memory_bytes},
+                     "simulated": {"time": sim.makespan_s, "network": sim.network_s,
+                                   "memory": float(sim.peak_memory_bytes)}})
+    return rows
+
+
+def _summary(rows: list[dict]) -> dict:
+    out = {}
+    for source in ("additive", "simulated"):
+        errors = np.array([[_error(r["measured"][f], r[source][f]) for f in _FIGURES] for r in rows])
+        out[source] = (np.mean(np.abs(errors), axis=0), np.mean(errors, axis=0))
+    front = [r for r in rows if r["kind"] == "frontier"]
+    measured = [r["measured"]["time"] for r in front]
+    out["tau"] = {s: kendall_tau_b(measured, [r[s]["time"] for r in front]) if len(front) > 1 else float("nan")
+                  for s in ("additive", "simulated")}
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tensoropt.bench accuracy")
     parser.add_argument("--models", default="mlp,cnn,transformer,lstm")
     parser.add_argument("--size", default="small")
-    parser.add_argument("--plans", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--plans", type=int, default=20, help="sampled plans per model")
+    parser.add_argument("--frontier", type=int, default=10, help="plans spread along each frontier")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per plan (median)")
+    parser.add_argument("--repeats", type=int, default=3, help="traced steps per plan (network, memory)")
     parser.add_argument("--cost-model", default="profiled", choices=["profiled", "analytical"])
     args = parser.parse_args(argv)
+    if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or min(args.steps, args.repeats) < 1:
+        parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --repeats >= 1")
     world = to.init()
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    rows = []
+    cores = os.cpu_count() or 1
+    label = f"{world.size} ranks on {cores} cores" + (", OVERSUBSCRIBED" if world.size > cores else "")
+    results = []
     for name in args.models.split(","):
         to.reset_default_graph()
         spec = models.build(name, size=args.size)
         graph = to.get_default_graph()
-        plans = None
-        if world.rank == 0:
-            model = make_cost_model(graph, to.runtime.local_cluster(), world.size, args.cost_model)
-            space = sampling_space(graph, model)
-            rng = np.random.default_rng(7)
-            plans = [sample_plan(space, rng).to_json() for _ in range(args.plans)]
-        plans = [to.Plan.from_json(p) for p in comm.bcast(plans, root=0)]
+        rows = comm.bcast(_plans_and_estimates(graph, world, args) if world.rank == 0 else None, root=0)
         feed = spec.feed(np.random.default_rng(0))
-        errors = []
-        for plan in plans:
-            measured = _measure(spec, plan, feed, comm, args.steps)
-            estimated = (plan.time_s, plan.network_s, plan.memory_bytes)
-            errors.append([_error(m, e) for m, e in zip(measured, estimated)])
+        for r in rows:
+            r["measured"] = measure_plan(spec, to.Plan.from_json(r["plan"]), feed, comm, args.steps, args.repeats)
             if world.rank == 0:
-                print(f"  {name}: measured {measured[0] * 1e3:8.2f} ms, network {measured[1] * 1e3:8.2f} ms, "
-                      f"{measured[2] / 2**20:8.2f} MiB; estimated {estimated[0] * 1e3:8.2f} ms, "
-                      f"{estimated[1] * 1e3:8.2f} ms, {estimated[2] / 2**20:8.2f} MiB", flush=True)
-        rows.append((name, np.mean(np.abs(errors), axis=0), np.mean(errors, axis=0)))
+                m, a, s = r["measured"], r["additive"], r["simulated"]
+                print(f"  {name} {r['kind']:<8} measured {m['time'] * 1e3:8.2f} ms (spread {m['time_spread'] * 1e3:.2f}),"
+                      f" net {m['network'] * 1e3:7.2f} ms, {format_bytes(m['memory']):>10} | additive "
+                      f"{a['time'] * 1e3:8.2f} ms, net {a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10}"
+                      f" | simulated {s['time'] * 1e3:8.2f} ms, {format_bytes(s['memory']):>10}", flush=True)
+        results.append((name, _summary(rows)))
     if world.rank == 0:
-        print(f"\nmean |(measured - estimated) / measured| over {args.plans} sampled plans per model, "
-              f"{world.size} ranks, {args.cost_model} costs ({args.size} models):")
-        print(f"{'model':<14}{'time':>10}{'network':>10}{'memory':>10}   signed mean (time, network, memory)")
-        for name, absolute, signed in rows:
-            print(f"{name:<14}{absolute[0]:>10.1%}{absolute[1]:>10.1%}{absolute[2]:>10.1%}   "
-                  f"{signed[0]:+.1%}, {signed[1]:+.1%}, {signed[2]:+.1%}")
+        print(f"\n(measured - estimated) / measured, {args.plans} sampled + {args.frontier} frontier plans per "
+              f"model, {label}, {args.cost_model} costs, {args.size} models; mean |error| (signed mean):")
+        print(f"{'model':<12}{'source':<11}{'time':>18}{'network':>18}{'peak memory':>18}{'tau (frontier)':>16}")
+        for name, summary in results:
+            for source in ("additive", "simulated"):
+                absolute, signed = summary[source]
+                cells = "".join(f"{f'{a:.1%} ({s:+.1%})':>18}" for a, s in zip(absolute, signed))
+                print(f"{name:<12}{source:<11}{cells}{summary['tau'][source]:>16.2f}")
+        print("targets: time <= 10%, memory <= 5%, tau >= 0.8")
     return 0

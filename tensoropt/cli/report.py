@@ -14,6 +14,7 @@ from frontier import TrackStats
 
 from tensoropt.search.approximation import EXACT, approximation_line
 from tensoropt.search.strategy import turning_point
+from tensoropt.units import format_bytes
 
 __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
            "turning_point"]
@@ -48,15 +49,15 @@ def plans_table(plans, data_parallel=None, chosen=None, title: str = "",
         keep = {round(k * (len(plans) - 1) / (max_rows - 1)) for k in range(max_rows)} | {knee}
         rows = sorted(keep | ({chosen_i} if chosen_i is not None else set()))
     lines = ([title] if title else []) + [
-        f"{'#':>4} {'memory/device GiB':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
+        f"{'#':>4} {'memory/device':>18} {'time s':>11} {'network s':>11} {'compute s':>11}"]
     for i in rows:
         p = estimates[i]
         marks = (["turning point"] if i == knee else []) + (["chosen"] if i == chosen_i else [])
-        lines.append(f"{i:>4} {p.memory_bytes / GIB:>18.5g} {p.time_s:>11.5g} {p.network_s:>11.5g} "
+        lines.append(f"{i:>4} {format_bytes(p.memory_bytes):>18} {p.time_s:>11.5g} {p.network_s:>11.5g} "
                      f"{p.compute_s:>11.5g}" + (f"  <- {', '.join(marks)}" if marks else ""))
     if data_parallel is not None:
         dp = data_parallel
-        lines.append(f"{'DP':>4} {dp.memory_bytes / GIB:>18.5g} {dp.time_s:>11.5g} {dp.network_s:>11.5g} "
+        lines.append(f"{'DP':>4} {format_bytes(dp.memory_bytes):>18} {dp.time_s:>11.5g} {dp.network_s:>11.5g} "
                      f"{dp.compute_s:>11.5g}  (data parallel, same cost model)")
     return "\n".join(lines)
 
@@ -83,16 +84,16 @@ def _elims(stats: TrackStats) -> str:
 
 def profile_table(rows, model: str = "", cluster: str = "", limit_bytes: float | None = None) -> str:
     lines = [f"best per-iteration time by parallelism, {model} on {cluster}"
-             + (f" (memory limit {limit_bytes / GIB:.2f} GiB/device)" if limit_bytes else ""),
-             f"{'devices':>8} {'TensorOpt s':>12} {'memory GiB':>11} {'least GiB':>10} "
-             f"{'data parallel s':>16} {'DP GiB':>8} {'search s':>9}"]
+             + (f" (memory limit {format_bytes(limit_bytes)}/device)" if limit_bytes else ""),
+             f"{'devices':>8} {'TensorOpt s':>12} {'memory':>11} {'least':>11} "
+             f"{'data parallel s':>16} {'DP memory':>11} {'search s':>9}"]
     for r in rows:
-        best = f"{r.plan.time_s:>12.5g} {r.plan.memory_bytes / GIB:>11.4g}" if r.plan else \
+        best = f"{r.plan.time_s:>12.5g} {format_bytes(r.plan.memory_bytes):>11}" if r.plan else \
             f"{'OOM':>12} {'-':>11}"
         dp_fits = limit_bytes is None or r.data_parallel.memory_bytes <= limit_bytes
         dp = f"{r.data_parallel.time_s:>16.5g}" if dp_fits else f"{'OOM':>16}"
-        lines.append(f"{r.parallelism:>8} {best} {r.least_memory_bytes / GIB:>10.4g} {dp} "
-                     f"{r.data_parallel.memory_bytes / GIB:>8.4g} {r.search_s:>9.2f}")
+        lines.append(f"{r.parallelism:>8} {best} {format_bytes(r.least_memory_bytes):>11} {dp} "
+                     f"{format_bytes(r.data_parallel.memory_bytes):>11} {r.search_s:>9.2f}")
     lines += [f"devices {r.parallelism}: {r.approximation}" for r in rows
               if r.approximation != EXACT]
     return "\n".join(lines)

@@ -31,10 +31,19 @@ import numpy as np
 from tensoropt.cluster.devices import Cluster, Link
 from tensoropt.cluster.mesh import scheme_groups
 
-__all__ = ["COLLECTIVES", "PROFILE_FORMAT_VERSION", "CalibrationProfile"]
+__all__ = ["COLLECTIVES", "PROFILE_FORMAT_VERSION", "CalibrationProfile", "OVERHEAD_FIELDS", "profile_overheads"]
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 PROFILE_FORMAT_VERSION = 1
+
+#: The fields of a profile's ``overheads`` object (``tensoropt calibrate`` measures them on
+#: micro-benchmarks, never on the plans they are then used to judge):
+#: ``collective_s``: what one more collective in a chain of tiny ones adds beyond the
+#: tiny collective's own measured time (horovod's cycle and negotiation);
+#: ``op_s``: what one more op in a chain of tiny ops adds to a ``session.run`` (the
+#: executor's per-op launch); ``compute_slowdown``: a matmul's time while a large
+#: all-reduce runs beside it, over its time alone (>= 1 means slower).
+OVERHEAD_FIELDS = ("collective_s", "op_s", "compute_slowdown")
 
 
 @dataclass
@@ -206,6 +215,30 @@ class CalibrationProfile:
         return Cluster(name="local", machines=self.machines, devices_per_machine=self.devices_per_machine,
                        memory_bytes=float(self.memory_bytes_per_device), peak_flops=float(self.peak_flops),
                        intra=intra, inter=inter)
+
+
+def profile_overheads(profile: CalibrationProfile) -> dict[str, float]:
+    """The profile's ``overheads`` (``OVERHEAD_FIELDS``; absent in older profiles: {}).
+
+    Raises:
+        ValueError: ``overheads`` is not an object of finite numbers >= 0, naming the field
+            and the command that rewrites it.
+    """
+    raw = (profile.extra or {}).get("overheads", {})
+    if not isinstance(raw, dict):
+        raise ValueError(f"the calibration profile's 'overheads' is {raw!r}, not an object with "
+                         f"{', '.join(OVERHEAD_FIELDS)}; re-run tensoropt calibrate")
+    out = {}
+    for name in OVERHEAD_FIELDS:
+        if name not in raw:
+            continue
+        value = raw[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or value < 0:
+            raise ValueError(f"the calibration profile's overheads.{name} is {value!r}, not a number >= 0; "
+                             "re-run tensoropt calibrate")
+        out[name] = float(value)
+    return out
 
 
 def _positive(v: Any) -> bool:

@@ -8,6 +8,15 @@ groups). Per data edge and pair of configurations (``edge_alternatives``): the
 re-scheduling time forward and backward, from ``reschedule``, and, for a tensor both ends
 keep for backward, the three tensor-reuse choices as (extra memory, extra time).
 
+Two rules keep the additive sums true to what the run does:
+
+- keep_producer makes the consumer convert the input itself and rebuild it in backward;
+  an op whose gradient reads its forward results (``reruns_forward``: max-pool, softmax,
+  cross-entropy, LSTM, ...) then re-runs its forward (and an LSTM its hidden gathers) in
+  backward. ``rerun_cost`` prices that, and the keep_producer alternative carries it.
+- keep_consumer drops the producer's one copy; it is offered only when a single consumer
+  keeps the tensor (``sole_keeper``), else two edges would each count that one saving.
+
 A ``Collectives`` provider prices a collective ``time_s(collective, nbytes, group_size,
 stride)`` (``tensoropt.costs.collective_times``: analytical alpha-beta on a cluster, or profiled);
 compute time comes from FLOPs and the device's peak (``peak_flops``), the analytical
@@ -30,11 +39,11 @@ from reschedule import Layout, Step, conversion_times, plan_conversion
 from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
-                               saved_bytes)
+                               reruns_forward, saved_bytes)
 from tensoropt.costs.profiler import AnalyticalCompute
 
-__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "requires_grad",
-           "FORWARD_SHARE"]
+__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "WithCycle", "requires_grad",
+           "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -86,6 +95,8 @@ class EdgeAlternative:
             "keep_consumer", or "shared" (same layout: one physical copy).
         src, dst: the producer's and the consumer's layouts.
         grad: whether a gradient flows back over the edge.
+        compute_s: the part of ``time_s`` that is compute: a keep_producer consumer's
+            forward re-run in backward (``CostModel.rerun_cost``).
     """
 
     memory_bytes: float
@@ -94,6 +105,31 @@ class EdgeAlternative:
     src: Layout
     dst: Layout
     grad: bool
+    compute_s: float = 0.0
+
+    @property
+    def network_s(self) -> float:
+        """The collectives' part of ``time_s`` (the rest, ``compute_s``, is a re-run)."""
+        return self.time_s - self.compute_s
+
+
+@dataclass(frozen=True)
+class WithCycle:
+    """A ``Collectives`` provider whose collectives cost what one costs in a chain inside a
+    step: ``cycle_s`` (horovod's cycle, negotiation and latency, as ``tensoropt calibrate``
+    measures it: ``overheads.collective_s``) plus what the provider's time for ``nbytes``
+    exceeds its time for a tiny buffer of the same kind and group (a standalone calibrated
+    call also pays a ``session.run``, which a chain inside a step does not)."""
+
+    collectives: Collectives
+    cycle_s: float
+
+    def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
+        base = self.collectives.time_s(collective, nbytes, group_size, stride)
+        if nbytes <= 0 or group_size <= 1 or base <= 0:
+            return base
+        tiny = self.collectives.time_s(collective, 4 * group_size, group_size, stride)
+        return self.cycle_s + max(0.0, base - tiny)
 
 
 @dataclass(frozen=True)
@@ -135,17 +171,29 @@ class CostModel:
     """Prices ops and edges of one recorded graph on ``num_devices`` devices."""
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
-                 compute=None):
+                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
                 ``peak_flops``).
+            op_overhead_s: launch overhead added to an op's forward, and again to its
+                backward when one runs (sources excluded); from a calibration profile's
+                ``overheads.op_s``.
+            collective_overhead_s: a collective's cost in a chain (``WithCycle``); from a
+                calibration profile's ``overheads.collective_s``. 0: the provider's times
+                as they are.
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
+        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s)):
+            if not value >= 0:
+                raise ValueError(f"{name}={value}: give seconds >= 0 (from tensoropt calibrate)")
         self.graph = graph
         self.num_devices = num_devices
-        self.collectives = collectives
+        self.op_overhead_s = float(op_overhead_s)
+        self.collective_overhead_s = float(collective_overhead_s)
+        self.collectives = WithCycle(collectives, self.collective_overhead_s) if collective_overhead_s \
+            else collectives
         self.peak_flops = float(peak_flops)
         self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
         self.step_cost = StepCostFn(collectives)
@@ -164,13 +212,19 @@ class CostModel:
             trained = op.outputs[0] in self.trained
             return OpCost(param_bytes=nbytes * ((2 + self.slots) if trained else 1),
                           saved_bytes=0.0, compute_s=0.0, sync_s=0.0)
-        compute = self.compute.compute_s(op, config)
+        compute = self.compute.compute_s(op, config) + self._launch_s(op)
         # the op's own collectives, by the rule the schedule and the builder also follow
         sync = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
                                            _axis_stride(config.mesh, c.mesh_axis))
                    for c in op_collectives(op, config, gradient_inputs(op, self.grad))) + 0.0
         return OpCost(param_bytes=0.0, saved_bytes=float(saved_bytes(op, config)), compute_s=compute,
                       sync_s=sync)
+
+    def _launch_s(self, op) -> float:
+        """The op's launch overheads: forward, and backward when a gradient flows."""
+        if not self.op_overhead_s or op.kind in ("variable", "placeholder", "fill"):
+            return 0.0
+        return self.op_overhead_s * (2 if any(gradient_inputs(op, self.grad)) else 1)
 
     def compute_split(self, op, config: Config) -> tuple[float, float]:
         """``(forward_s, backward_s)`` of the op's ``compute_s``: the provider's own split
@@ -181,8 +235,24 @@ class CostModel:
         if not any(gradient_inputs(op, self.grad)):
             return compute, 0.0
         split = getattr(self.compute, "forward_s", None)
-        forward = min(compute, max(0.0, split(op, config))) if split else compute * FORWARD_SHARE
-        return forward, compute - forward
+        launch = self._launch_s(op) / 2      # one launch each way
+        work = compute - 2 * launch
+        forward = min(work, max(0.0, split(op, config))) if split else work * FORWARD_SHARE
+        return forward + launch, compute - forward - launch
+
+    def rerun_cost(self, op, config: Config) -> tuple[float, float]:
+        """``(compute_s, network_s)`` ``op`` spends again in backward when it converts an
+        input itself (keep_producer): its forward compute when its gradient reads its
+        forward results (``reruns_forward``), and its own forward collectives issued
+        inside it (an LSTM's hidden gathers), as the builder's re-run issues them."""
+        inputs = gradient_inputs(op, self.grad)
+        if not any(inputs):
+            return 0.0, 0.0
+        compute = self.compute_split(op, config)[0] if reruns_forward(op) else 0.0
+        network = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
+                                              _axis_stride(config.mesh, c.mesh_axis))
+                      for c in op_collectives(op, config, inputs) if c.inside and c.phase == "forward")
+        return compute, network + 0.0
 
     # -- edges -----------------------------------------------------------------------------
     def conversion(self, src: Layout, dst: Layout, shape: tuple[int, ...], itemsize: int):
@@ -191,7 +261,8 @@ class CostModel:
 
     def edge_alternatives(self, tensor, src: Layout, dst: Layout, producer_keeps: bool,
                           consumer_keeps: bool, producer_pinned: bool = False,
-                          grad: bool | None = None) -> list[EdgeAlternative]:
+                          grad: bool | None = None, sole_keeper: bool = True,
+                          rerun: tuple[float, float] = (0.0, 0.0)) -> list[EdgeAlternative]:
         """The (memory, time) choices for carrying ``tensor`` from ``src`` to ``dst``.
 
         Args:
@@ -202,41 +273,51 @@ class CostModel:
                 "keep_both" and "keep_producer" apply.
             grad: whether a gradient flows back over the edge (``configs.gradient_inputs``
                 of the consumer); None: whether ``tensor`` has a gradient at all.
+            sole_keeper: the consumer is the only one keeping ``tensor`` for backward;
+                otherwise "keep_consumer" is not offered (its saving, the producer's one
+                copy, would be counted once per such edge).
+            rerun: ``(compute_s, network_s)`` the consumer re-runs in backward under
+                "keep_producer" (``rerun_cost`` of the consumer's configuration).
         """
-        return self.edge_alternative_table(tensor, (src,), (dst,), producer_keeps, consumer_keeps,
-                                           producer_pinned, grad)[(0, 0)]
+        return self.edge_alternative_table(tensor, (src,), ((dst, tuple(rerun)),), producer_keeps,
+                                           consumer_keeps, producer_pinned, grad,
+                                           sole_keeper=sole_keeper)[(0, 0)]
 
     def edge_alternative_table(self, tensor, srcs, dsts, producer_keeps: bool,
                                consumer_keeps: bool, producer_pinned: bool = False,
-                               grad: bool | None = None) -> dict:
-        """``{(u, v): edge_alternatives(tensor, srcs[u], dsts[v], ...)}`` for every pair of
-        source and destination layouts, priced together: one shortest-path tree per source
-        layout (and per destination for the gradient), and kept per distinct (layouts,
-        shape, itemsize, keeps, gradient) so that edges of repeated layers, and edges of
-        other op kinds carrying a tensor of the same shape, share one table."""
+                               grad: bool | None = None, *, sole_keeper: bool = True) -> dict:
+        """``{(u, v): edge_alternatives(tensor, srcs[u], dst, ..., rerun=rerun)}`` with
+        ``(dst, rerun) = dsts[v]``, for every pair, priced together: one shortest-path tree
+        per source layout (and per destination for the gradient), and kept per distinct
+        (layouts, re-runs, shape, itemsize, keeps, gradient) so that edges of repeated
+        layers, and edges of other op kinds carrying a tensor of the same shape, share one
+        table."""
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
         grad = tensor in self.grad if grad is None else grad
         srcs, dsts = tuple(srcs), tuple(dsts)
-        key = (shape, itemsize, srcs, dsts, producer_keeps, consumer_keeps, producer_pinned, grad)
+        key = (shape, itemsize, srcs, dsts, producer_keeps, consumer_keeps, producer_pinned, grad,
+               sole_keeper)
         table = self._edge_tables.get(key)
         if table is None:
             table = self._edge_tables[key] = self._price_edge_table(
-                shape, itemsize, srcs, dsts, producer_keeps and consumer_keeps, producer_pinned, grad)
+                shape, itemsize, srcs, dsts, producer_keeps and consumer_keeps,
+                producer_pinned or not sole_keeper, grad)
         return table
 
     def _price_edge_table(self, shape, itemsize, srcs, dsts, both_keep: bool,
-                          producer_pinned: bool, grad: bool) -> dict:
+                          no_keep_consumer: bool, grad: bool) -> dict:
         cost = self.step_cost
-        forward = [conversion_times(s, dsts, shape, itemsize, cost) for s in srcs]
+        layouts = [d for d, _ in dsts]
+        forward = [conversion_times(s, layouts, shape, itemsize, cost) for s in srcs]
         if grad:
             src_grads = [s.grad() for s in srcs]
-            backward = [conversion_times(d.grad(), src_grads, shape, itemsize, cost) for d in dsts]
+            backward = [conversion_times(d.grad(), src_grads, shape, itemsize, cost) for d in layouts]
         if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
             reverse = [conversion_times(d, srcs, shape, itemsize, cost, unreachable=math.nan)
-                       for d in dsts]
+                       for d in layouts]
         table = {}
         for u, src in enumerate(srcs):
-            for v, dst in enumerate(dsts):
+            for v, (dst, rerun) in enumerate(dsts):
                 fwd = forward[u][v]
                 time = fwd + backward[v][u] if grad else fwd
                 if not both_keep:
@@ -245,11 +326,13 @@ class CostModel:
                     table[(u, v)] = [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time,
                                                      "shared", src, dst, grad)]
                 else:
+                    # keep_producer re-runs the forward conversion and the consumer's forward
                     alts = [EdgeAlternative(0.0, time, "keep_both", src, dst, grad),
-                            EdgeAlternative(float(-dst.local_bytes(shape, itemsize)), time + fwd,
-                                            "keep_producer", src, dst, grad)]
+                            EdgeAlternative(float(-dst.local_bytes(shape, itemsize)),
+                                            time + fwd + sum(rerun), "keep_producer", src, dst, grad,
+                                            float(rerun[0]))]
                     rev = reverse[v][u]
-                    if not (producer_pinned or math.isnan(rev)):
+                    if not (no_keep_consumer or math.isnan(rev)):
                         alts.append(EdgeAlternative(float(-src.local_bytes(shape, itemsize)),
                                                     time + rev, "keep_consumer", src, dst, grad))
                     table[(u, v)] = alts

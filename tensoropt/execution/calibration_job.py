@@ -47,6 +47,7 @@ from tensoropt._version import __version__
 from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
 from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
+from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.process_sets import register_process_sets
 
 __all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
@@ -271,6 +272,7 @@ class Calibrator:
                    if self.size > 1 else {})
         profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
                                      started=started)
+        profile.extra["overheads"] = measure_overheads(self, repeats=repeats)
         if self.rank == 0 and out_path is not None:
             profile.save(out_path)
         self.comm.Barrier()

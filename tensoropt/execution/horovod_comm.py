@@ -173,6 +173,16 @@ class CollectiveOps:
             moved, process_set=ps, name=name))
         return tf.transpose(gathered, _inverse(perm))
 
+    def reducescatter_raw(self, x, dim, mesh, axis, where):
+        """Sums the group's partial values and keeps this member's block of ``dim``
+        (member i gets block i, as ``slice_raw``): one ``hvd.reducescatter``."""
+        tf = self.tf
+        perm = _perm_to_front(len(x.shape), dim)
+        moved = tf.transpose(x, perm)
+        scattered = self._issue("reducescatter", where, mesh, axis, lambda ps, name: self.hvd.reducescatter(
+            moved, op=self.hvd.Sum, process_set=ps, name=name))
+        return tf.transpose(scattered, _inverse(perm))
+
     def alltoall_raw(self, x, src_dim, dst_dim, mesh, axis, where):
         """Member i sends chunk j of ``dst_dim`` to member j; received chunks are
         concatenated along ``src_dim`` in member order."""
@@ -228,7 +238,7 @@ class CollectiveOps:
             elif s.kind == "allreduce":
                 x = self.allreduce_raw(x, s.mesh, s.axis, tag)
             elif s.kind == "reducescatter":
-                x = self.slice_raw(self.allreduce_raw(x, s.mesh, s.axis, tag), s.dst_dim, s.mesh, s.axis)
+                x = self.reducescatter_raw(x, s.dst_dim, s.mesh, s.axis, tag)
             elif s.kind == "alltoallv":
                 x = self.alltoallv_raw(x, s, shape, tag)
             else:  # pragma: no cover - reschedule.STEP_KINDS is closed

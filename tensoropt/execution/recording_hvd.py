@@ -3,6 +3,7 @@ and records the collectives it would issue, for tests and benchmarks without ``m
 
 Each collective becomes a local TensorFlow op of the right shape under the collective's
 name (allreduce: identity; allgather: the block repeated once per group member;
+reducescatter: the first 1/g of dim 0;
 alltoall: identity; alltoall with splits: a 1-D tensor of unknown length), so the whole
 graph, gradients included, builds as it would under horovod. Nothing is exchanged: the
 values are not what ranks would compute. ``made`` lists every collective in the order it
@@ -38,7 +39,7 @@ class ProcessSet:
 
 
 class RecordingHorovod:
-    """``hvd.allreduce``, ``allgather`` and ``alltoall`` that build shape-correct local ops
+    """``hvd.allreduce``, ``allgather``, ``reducescatter`` and ``alltoall`` that build shape-correct local ops
     and record ``(kind, name, ranks)``."""
 
     Sum = "Sum"
@@ -64,6 +65,11 @@ class RecordingHorovod:
     def allgather(self, x, process_set=None, name=None):
         self._record("allgather", name, process_set)
         return self.tf.concat([x] * len(process_set.ranks), axis=0, name=name)
+
+    def reducescatter(self, x, op=None, process_set=None, name=None):
+        self._record("reducescatter", name, process_set)
+        g = len(process_set.ranks)
+        return self.tf.identity(x[: x.shape[0] // g], name=name)
 
     def alltoall(self, x, splits=None, process_set=None, name=None):
         tf = self.tf

@@ -54,7 +54,7 @@ __all__ = ["CollectiveCall", "PHASES", "collective_schedule", "collective_name",
            "check_plan_for_graph", "edges_by_input", "step_calls", "own_calls"]
 
 PHASES = ("forward", "backward", "rebuild")
-_ISSUED_AS = {"slice": None, "reducescatter": "allreduce"}
+_ISSUED_AS = {"slice": None}
 
 
 @dataclass(frozen=True)
@@ -62,13 +62,15 @@ class CollectiveCall:
     """One collective of a step.
 
     Attributes:
-        kind: "allreduce", "allgather", "alltoall" or "alltoallv" (a mesh change: one
-            ``hvd.alltoall`` with splits over all ranks).
+        kind: "allreduce", "allgather", "reducescatter" (a partial output reduced
+            straight into the consumer's split), "alltoall" or "alltoallv" (a mesh change:
+            one ``hvd.alltoall`` with splits over all ranks).
         name: the horovod tensor name the builder gives it.
         mesh: the device mesh it runs on.
         axis: the mesh axis whose groups run it (None: all ranks, for alltoallv).
         nbytes: bytes per rank, as ``tensoropt.costs.collective_times`` counts them (allreduce: the
-            buffer reduced; allgather: the gathered buffer; alltoall: the buffer each rank
+            buffer reduced; allgather: the gathered buffer; reducescatter: the buffer before
+            the scatter; alltoall: the buffer each rank
             holds; alltoallv: the most bytes any rank receives).
         phase: "forward", "backward" or "rebuild".
     """

@@ -201,6 +201,9 @@ class CrossEntropyDef(OpDef):
     """
 
     sparse = False
+    #: TensorFlow's gradient reads the op's second (backprop) output: differentiating it
+    #: on a rebuilt input runs its forward again (``costs.model.reruns_forward``).
+    backward_reads_outputs = True
 
     def infer(self, op):
         labels, logits = op.inputs

@@ -118,7 +118,8 @@ def plan_from_configs(space: SearchSpace, chosen: dict, alt_choice: dict | None,
         j = _alternative(alts, None if alt_choice is None else alt_choice[e])
         alt = alts[j]
         memory += alt.memory_bytes
-        network += alt.time_s
+        network += alt.network_s
+        compute += alt.compute_s
         edges.append(space.edge_entry(e, table, pair, j))
     return Plan(parallelism=model.num_devices, option=option, ops=ops, memory_bytes=memory,
                 time_s=compute + network, network_s=network, compute_s=compute, edges=tuple(edges))
@@ -240,6 +241,14 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
         for n, op in enumerate(space.ops):
             per_config = np.array([space.op_cost(op, c).compute_s for c in space.configs[op]])
             total += per_config[result.node_configs[:, n]]
+        column = {op: n for n, op in enumerate(space.ops)}
+        for e, table in enumerate(space.edges):   # keep_producer re-runs (EdgeAlternative.compute_s)
+            grid = space.edge_compute(table)
+            if grid is None:
+                continue
+            u = table.src_ids[result.node_configs[:, column[table.producer]]]
+            v = table.dst_ids[result.node_configs[:, column[table.consumer]]]
+            total += grid[u, v, np.minimum(result.edge_alternatives[:, e], grid.shape[2] - 1)]
         return total
 
     stats = {"build_s": t1 - t0, "track_s": t2 - t1, "frontier": result.stats}

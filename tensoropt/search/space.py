@@ -22,7 +22,7 @@ import numpy as np
 
 from frontier import CostGraph
 from tensoropt.configs import (Config, enumerate_configs, gradient_inputs, input_layout, op_config,
-                               output_layout)
+                               output_layout, partial_out_ok)
 from tensoropt.costs.model import CostModel
 from tensoropt.plan import EdgePlan, OpConfig
 
@@ -40,7 +40,7 @@ class EdgeTable:
     src_ids: np.ndarray              # producer config -> unique src layout id
     dst_ids: np.ndarray              # consumer config -> unique dst layout id
     src_layouts: list
-    dst_layouts: list
+    dst_layouts: list                # per dst id: (layout, the consumer's re-run cost)
     alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
 
 
@@ -74,6 +74,12 @@ class SearchSpace:
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
         self._edge_grids: dict = {}
+        self.consumers: dict = {}
+        for op in self.ops:
+            for t in op.inputs:
+                self.consumers.setdefault(t, [])
+                if op not in self.consumers[t]:
+                    self.consumers[t].append(op)
 
     def _signature(self, op) -> tuple:
         model = self.model
@@ -81,7 +87,7 @@ class SearchSpace:
                 tuple((tuple(t.shape), t.dtype.name, g)
                       for t, g in zip(op.inputs, gradient_inputs(op, model.grad))),
                 tuple(tuple(t.shape) for t in op.outputs),
-                op.kind == "variable" and op.outputs[0] in model.trained)
+                op.kind == "variable" and op.outputs[0] in model.trained, partial_out_ok(op))
 
     def edge_entry(self, e: int, table: EdgeTable, pair: tuple, j: int) -> EdgePlan:
         """Edge e's EdgePlan for layout pair ``pair`` and alternative j. Plans of one search
@@ -135,23 +141,33 @@ class SearchSpace:
             self._node_costs[key] = np.array([(c.memory_bytes, c.time_s) for c in costs], dtype=np.float64)
         return self._node_costs[key]
 
+    def keepers(self, tensor) -> int:
+        """How many consumers keep ``tensor`` for backward."""
+        return sum(_keeps(c, i, False) for c in self.consumers.get(tensor, ()) for i, t in enumerate(c.inputs)
+                   if t is tensor)
+
     def edge_table(self, producer, out_index, consumer, in_index) -> EdgeTable:
-        key = (self.signatures[producer], out_index, self.signatures[consumer], in_index)
+        sole = self.keepers(producer.outputs[out_index]) <= 1
+        key = (self.signatures[producer], out_index, self.signatures[consumer], in_index, sole)
         parts = self._edge_parts.get(key)
         if parts is None:
-            parts = self._edge_parts[key] = self._edge_parts_of(producer, out_index, consumer, in_index)
+            parts = self._edge_parts[key] = self._edge_parts_of(producer, out_index, consumer, in_index, sole)
         return EdgeTable(producer, out_index, consumer, in_index, *parts)
 
-    def _edge_parts_of(self, producer, out_index, consumer, in_index):
+    def _edge_parts_of(self, producer, out_index, consumer, in_index, sole_keeper: bool):
         tensor = producer.outputs[out_index]
         src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
-        dst_list, dst_ids = _unique([input_layout(consumer, c, in_index) for c in self.configs[consumer]])
-        producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
         consumer_keeps = _keeps(consumer, in_index, False)
+        # a consumer config's dst is its input layout and what it re-runs under keep_producer
+        dst_list, dst_ids = _unique([(input_layout(consumer, c, in_index),
+                                      self.model.rerun_cost(consumer, c) if consumer_keeps else (0.0, 0.0))
+                                     for c in self.configs[consumer]])
+        producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
         grad = gradient_inputs(consumer, self.model.grad)[in_index]
         alternatives = self.model.edge_alternative_table(
             tensor, src_list, dst_list, producer_keeps, consumer_keeps,
-            producer_pinned=not producer.op_def.grad_from_output_ok, grad=grad)
+            producer_pinned=not producer.op_def.grad_from_output_ok, grad=grad,
+            sole_keeper=sole_keeper)
         return src_ids, dst_ids, src_list, dst_list, alternatives
 
     def edge_costs(self, table: EdgeTable) -> np.ndarray:
@@ -162,6 +178,19 @@ class SearchSpace:
             grid.flags.writeable = False   # lets CostGraph share it between those edges
             self._edge_grids[key] = grid
         return self._edge_grids[key]
+
+    def edge_compute(self, table: EdgeTable) -> np.ndarray | None:
+        """Per (src id, dst id, alternative): the compute seconds in the alternative's
+        time (``EdgeAlternative.compute_s``, padded as ``edge_costs`` pads), or None when
+        every one is 0."""
+        if not any(a.compute_s for alts in table.alternatives.values() for a in alts):
+            return None
+        width = max(len(a) for a in table.alternatives.values())
+        grid = np.zeros((len(table.src_layouts), len(table.dst_layouts), width))
+        for (u, v), alts in table.alternatives.items():
+            padded = alts + [alts[0]] * (width - len(alts))
+            grid[u, v] = [a.compute_s for a in padded]
+        return grid
 
     def _edge_grid(self, table: EdgeTable) -> np.ndarray:
         width = max(len(a) for a in table.alternatives.values())

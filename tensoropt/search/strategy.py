@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from tensoropt.cluster import Cluster, get_cluster, profile_path
+from tensoropt.cluster.calibration import profile_overheads
 from tensoropt.costs.collective_times import AnalyticalCollectives, ProfiledCollectives
 from tensoropt.costs.model import CostModel
 from tensoropt.costs.profiler import ComputeProfiler
@@ -43,6 +44,7 @@ from tensoropt.plan import Plan
 from tensoropt.search.approximation import approximation_line
 from tensoropt.search.driver import FrontierPlans, SearchOptions, SearchResult, search_frontier
 from tensoropt.search.summary import ProfileRow, SearchSummary
+from tensoropt.units import format_bytes
 
 __all__ = ["NoPlanFitsError", "SAFETY_MARGIN", "OPTIONS", "SearchSettings", "make_cost_model", "frontier_for",
            "choose_plan", "profile_parallelisms", "search_summary", "ProfileRow", "candidate_parallelisms",
@@ -127,8 +129,11 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
         if not path.exists():
             raise ValueError(f"cost_model='profiled' needs a calibration profile, and {path} does not "
                              f"exist; run: mpirun -np N tensoropt calibrate --out {path}")
-        return CostModel(graph, num_devices, ProfiledCollectives.from_file(path), cluster.peak_flops,
-                         compute=ComputeProfiler())
+        collectives = ProfiledCollectives.from_file(path)
+        overheads = profile_overheads(collectives.profile)
+        return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=ComputeProfiler(),
+                         op_overhead_s=overheads.get("op_s", 0.0),
+                         collective_overhead_s=overheads.get("collective_s", 0.0))
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 
 
@@ -147,11 +152,16 @@ def _frontier(graph, settings: SearchSettings, num_devices: int, progress: Calla
                         settings.search, option)
 
 
-def fastest_fitting(plans: FrontierPlans, limit: float) -> Plan | None:
+def fastest_fitting(plans: FrontierPlans, limit: float, peak: Callable | None = None) -> Plan | None:
     """The frontier's fastest plan within ``limit``: its last point that fits, as memory
-    ascends and time descends along it."""
+    ascends and time descends along it. With ``peak(plan) -> bytes`` (a checked peak over
+    the step, e.g. the simulator's liveness peak, which the additive estimate cannot
+    express), the fastest plan whose additive estimate and checked peak both fit."""
     fits = sum(1 for m, _ in plans.points if m <= limit)
-    return plans[fits - 1] if fits else None
+    for i in range(fits - 1, -1, -1):
+        if peak is None or peak(plans[i]) <= limit:
+            return plans[i]
+    return None
 
 
 def turning_point(plans) -> int:
@@ -184,7 +194,7 @@ def candidate_parallelisms(max_devices: int) -> list[int]:
 
 
 def choose_plan(graph, settings: SearchSettings, progress: Callable | None = None,
-                observe: Callable | None = None) -> SearchSummary:
+                observe: Callable | None = None, peak: Callable | None = None) -> SearchSummary:
     """The plan ``settings.option`` asks for (``summary.chosen``), with its frontier and
     the data-parallel plan beside it.
 
@@ -207,42 +217,52 @@ def choose_plan(graph, settings: SearchSettings, progress: Callable | None = Non
         raise ValueError(f"choose_plan: option {option!r}; use mini_time or mini_parallelism, or "
                          "profile_parallelisms for profiling")
     least: list[tuple[int, float]] = []
+    checked = False
     for n in counts:
         result = _frontier(graph, settings, n, progress, option)
-        row = _row(result, limit, settings.cluster)
+        row = _row(result, limit, settings.cluster, peak)
         if row.plan is not None:
             summary = SearchSummary(option, (row,), row.plan)
             return summary if observe is None else observe(summary, result, settings.cluster, limit)
-        least.append((n, row.least_memory_bytes))
-    raise _no_fit(option, least, limit)
+        need = row.least_memory_bytes
+        if peak is not None and need <= limit:   # it fits by the additive estimate only
+            need = max(need, peak(row.frontier[0], result, settings.cluster))
+            checked = True
+        least.append((n, need))
+    raise _no_fit(option, least, limit, checked=checked)
 
 
-def _row(result: SearchResult, limit: float, cluster) -> ProfileRow:
+def _row(result: SearchResult, limit: float, cluster, peak: Callable | None = None) -> ProfileRow:
     """One device count's row: the frontier (its plans noted with the cluster and the
     approximation), the fastest plan within ``limit`` and the data-parallel plan."""
     where = f"estimated for cluster {cluster.name}"
     approximation = approximation_line(result.stats["frontier"])
     frontier = result.plans.labelled(f"{where}; {approximation}")
     data_parallel = dataclasses.replace(result.data_parallel_plan(), notes=where)
-    return ProfileRow(frontier.parallelism, fastest_fitting(frontier, limit), frontier, data_parallel,
+    checked = None if peak is None else (lambda plan: peak(plan, result, cluster))
+    return ProfileRow(frontier.parallelism, fastest_fitting(frontier, limit, checked), frontier, data_parallel,
                       result.stats["build_s"] + result.stats["track_s"], approximation)
 
 
-def _no_fit(option: str, least: Sequence[tuple[int, float]], limit: float) -> NoPlanFitsError:
+def _no_fit(option: str, least: Sequence[tuple[int, float]], limit: float,
+            checked: bool = False) -> NoPlanFitsError:
     """The error when no plan fits, from the frontiers already searched: ``least`` is
-    (device count, least memory any plan needs) per count searched, the last the largest."""
+    (device count, least memory any plan needs) per count searched, the last the largest
+    (with ``checked``, the least-memory plan's checked peak where its additive estimate
+    fits)."""
     n, need = least[-1]
-    gib = 2.0 ** 30
     if option == "mini_time":
         more = ("find_strategy('mini_parallelism', parallelism=N) finds the smallest device count "
                 "up to N that fits")
     else:
-        searched = ", ".join(f"{c}: {m / gib:.3f} GiB" for c, m in least)
+        searched = ", ".join(f"{c}: {format_bytes(m)}" for c, m in least)
         more = f"no device count up to {n} fits either (least memory per count: {searched})"
+    what = ("the least memory any plan needs (its peak over the step, as the simulator counts it, "
+            "or the additive estimate when larger)" if checked else "the least memory any plan needs")
     return NoPlanFitsError(
-        f"no plan for {n} device(s) fits in {limit / gib:.3f} GiB per device: the least memory any "
-        f"plan needs is {need / gib:.3f} GiB ({need:.0f} bytes); {more}. Raise memory_limit to at "
-        f"least {need:.0f}, use more devices, or shrink the model/batch")
+        f"no plan for {n} device(s) fits in {format_bytes(limit)} per device: {what} is {format_bytes(need)} "
+        f"({need:.0f} bytes); {more}. Raise memory_limit to at least {need:.0f}, use more devices, "
+        f"or shrink the model/batch")
 
 
 def profile_parallelisms(graph, settings: SearchSettings, parallelisms: Sequence[int],
@@ -252,12 +272,13 @@ def profile_parallelisms(graph, settings: SearchSettings, parallelisms: Sequence
             for n in parallelisms]
 
 
-def search_summary(graph, settings: SearchSettings, observe: Callable | None = None) -> SearchSummary:
+def search_summary(graph, settings: SearchSettings, observe: Callable | None = None,
+                   peak: Callable | None = None) -> SearchSummary:
     """``find_strategy``'s search on one process: ``choose_plan`` for "mini_time" and
     "mini_parallelism", ``profile_parallelisms`` for "profiling" (over
     ``settings.parallelisms``, default 1, 2, 4, ... up to ``settings.max_devices``).
-    ``observe``: as ``choose_plan``'s (not called for "profiling")."""
+    ``observe``, ``peak``: as ``choose_plan``'s (not used for "profiling")."""
     if settings.option == "profiling":
         counts = settings.parallelisms or candidate_parallelisms(settings.max_devices)
         return SearchSummary("profiling", tuple(profile_parallelisms(graph, settings, counts)), None)
-    return choose_plan(graph, settings, observe=observe)
+    return choose_plan(graph, settings, observe=observe, peak=peak)

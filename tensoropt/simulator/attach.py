@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional, Union
 
 from tensoropt.simulator.check import check_frontier
 from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.units import format_bytes
 
 __all__ = ["SIMULATE_MODES", "simulate_mode", "frontier_observer"]
 
@@ -59,9 +60,9 @@ def frontier_observer(simulate: Union[str, bool, None],
         check = check_frontier(result, cluster, memory_limit=limit, options=options, **kwargs)
         row = check.row(chosen)
         if row is not None and row.simulated_peak_bytes > limit:
-            warnings.warn(f"the chosen plan's simulated peak memory, {row.simulated_peak_bytes / 2**30:.3f} "
-                          f"GiB per device, exceeds the memory limit of {limit / 2**30:.3f} GiB (its "
-                          f"estimate is {row.estimated_memory_bytes / 2**30:.3f} GiB); give find_strategy "
+            warnings.warn(f"the chosen plan's simulated peak memory, {format_bytes(row.simulated_peak_bytes)} "
+                          f"per device, exceeds the memory limit of {format_bytes(limit)} (its "
+                          f"estimate is {format_bytes(row.estimated_memory_bytes)}); give find_strategy "
                           "a lower memory_limit or more devices", stacklevel=2)
         return dataclasses.replace(summary, simulator_check={**check.to_dict(), "chosen_index": chosen})
 

@@ -21,7 +21,9 @@ Usage::
   ``op_overhead_s``: added to every compute task of an op that computes. Both come from
   a calibration profile's ``overheads`` object (``{"collective_s": ..., "op_s": ...}``)
   when it has one, else 0. They are measured on the machine, never fitted on the plans
-  they are then used to judge.
+  they are then used to judge. A profiled ``CostModel`` (``make_cost_model(...,
+  "profiled")``) already carries them in its op and collective times: simulate with it
+  and leave these at 0, or they count twice.
 """
 
 from __future__ import annotations

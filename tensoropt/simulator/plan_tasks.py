@@ -11,7 +11,9 @@ Frontier-Tracking's choice arrays)::
 
 Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
 
-- ``{op}/fwd`` and ``{op}/bwd``: the op's forward and backward compute. They split the
+- ``{op}/fwd`` and ``{op}/bwd``: the op's forward and backward compute; ``{op}/rerun``
+  its forward again in backward when it converts an input itself (keep_producer) and
+  its gradient reads its forward results (``CostModel.rerun_cost``). They split the
   cost model's ``compute_s`` by ``CostModel.compute_split`` in integer picoseconds, so
   they add up to it exactly; an op no gradient flows through has no backward. A trained
   variable has ``{op}/update`` (the optimizer's local update; the cost model prices it
@@ -67,7 +69,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_layout,
-                               op_collectives, output_layout)
+                               op_collectives, output_layout, reruns_forward)
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
@@ -370,9 +372,16 @@ class PlanContext:
             items = [x for x in own if x.inside and x.phase == "backward"]
             calls = calls + own_calls(op, config, items)
             sec = sec + self._own_seconds(config, items)
+        rerun_ps = (self.compute_ps(k, config)[0]
+                    if choice.mode == "inside" and self.has_bwd[k] and reruns_forward(op) else 0)
         for r in self.ranks:
             s = self.sfx(r)
             bwd = f"{c}/bwd{s}"
+            if rerun_ps:   # differentiating on rebuilt inputs runs the forward again
+                rerun = self._compute(f, f"{c}/rerun", k, r, rerun_ps, "rerun", config)
+                for a in [f"{c}/fwd{s}"] + [f"{c}/in{i}/rebuilt{s}" for i in range(n)]:
+                    f.add_dependency(a, rerun)
+                f.add_dependency(rerun, bwd)
             data = []
             if choice.mode == "keep_consumer" and rebuild_count:
                 ek, ei = self.edges[choice.edge[0]][:2]

@@ -181,7 +181,8 @@ def _plans(graph, summary: bool, out_path: str = "", rank: int = 0):
     search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
     plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
     sample_rng = np.random.default_rng(123)
-    return plans + [sample_plan(search.space, sample_rng) for _ in range(8)], None
+    return (plans + [sample_plan(search.space, sample_rng) for _ in range(8)]
+            + reduce_scatter_plans(search.space)), None
 
 
 def _local_blocks(variables):
@@ -196,6 +197,17 @@ def _every_rank_rel(comm, variables, local, ref_params):
     slices = {v.op.name: sharding.layout_of(v).shard_slices(comm.Get_rank(), v.shape) for v in variables}
     mine = max(rel(local[k], ref_params[k][slices[k]]) for k in ref_params)
     return max(comm.allgather(mine))
+
+
+def reduce_scatter_plans(space, tries: int = 400):
+    """A sampled plan in which an op leaves its output partial (``partial_out``) and an
+    edge reduce-scatters it straight into the consumer's split; [] if none is found."""
+    rng = np.random.default_rng(7)
+    for _ in range(tries):
+        plan = sample_plan(space, rng)
+        if any(st.kind == "reducescatter" for e in plan.edges for st in e.forward_steps):
+            return [plan]
+    return []
 
 
 def main(out_path, names, summary=False):

@@ -1,10 +1,11 @@
 """Under mpirun -np 4, every plan trains like one process, and issues the collectives it
 says it does.
 
-One launch runs the MLP, the CNN, the Transformer and the LSTM, each under 11 plans (the
-frontier's two ends, data parallel, and 8 random plans that exercise re-scheduling steps
-and tensor-reuse choices), 3 Adam steps each, against a single-process TensorFlow run of
-the same model with the same initial values and batches. Every collective the builder
+One launch runs the MLP, the CNN, the Transformer and the LSTM, each under 12 plans (the
+frontier's two ends, data parallel, 8 random plans that exercise re-scheduling steps and
+tensor-reuse choices, and one in which an op leaves its output partial and an edge
+reduce-scatters it into the consumer's split), 3 Adam steps each, against a
+single-process TensorFlow run of the same model with the same initial values and batches. Every collective the builder
 makes is checked against the plan's collective schedule as it is built.
 
 A second launch picks plans as a user script does, from ``to.search_strategy``'s result
@@ -47,7 +48,8 @@ def test_every_plan_matches_one_process_and_its_collective_counts(mpirun, tmp_pa
                 f"{label}: built {r['collectives']}, the plan says {r['expected_collectives']}")
             assert r["ranks_compared"] == 4, label
         kinds = set().union(*(r["step_kinds"] for r in rows))
-        assert {"allgather", "alltoall", "alltoallv", "slice"} <= kinds, f"{model}: steps seen {kinds}"
+        assert {"allgather", "alltoall", "alltoallv", "slice", "reducescatter"} <= kinds, (
+            f"{model}: steps seen {kinds}")
         reuse = set().union(*(r["reuse"] for r in rows))
         assert {"keep_both", "keep_producer"} <= reuse, f"{model}: reuse seen {reuse}"
         options = {r["option"] for r in rows}

@@ -2,7 +2,8 @@
 alternatives written out here pair by pair from ``reschedule`` alone: the forward
 conversion, plus the gradient's conversion back when a gradient flows over the edge, and
 for a tensor both ends keep, the three reuse choices (``reuse_options``), keep_consumer
-left out where the producer's copy is pinned.
+left out where the producer's copy is pinned or another consumer keeps it too, and
+keep_producer charged the consumer's forward re-run.
 
 The tables are priced together (one shortest-path tree per layout) and shared across
 edges with the same layouts; this is the check that sharing changes no figure."""
@@ -20,16 +21,17 @@ from tensoropt.search.space import build_space
 from tensoropt.search.strategy import make_cost_model
 
 
-def _expected(model, table):
+def _expected(space, table):
+    model = space.model
     tensor = table.producer.outputs[table.out_index]
     shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
     cost = model.step_cost
     grad = gradient_inputs(table.consumer, model.grad)[table.in_index]
-    pinned = not table.producer.op_def.grad_from_output_ok
+    pinned = not table.producer.op_def.grad_from_output_ok or space.keepers(tensor) > 1
     both = table.alternatives[(0, 0)][0].reuse != "none"
     out = {}
     for u, src in enumerate(table.src_layouts):
-        for v, dst in enumerate(table.dst_layouts):
+        for v, (dst, rerun) in enumerate(table.dst_layouts):
             time = conversion_time(src, dst, shape, itemsize, cost)
             if grad:
                 time += conversion_time(dst.grad(), src.grad(), shape, itemsize, cost)
@@ -38,7 +40,10 @@ def _expected(model, table):
             elif src == dst:
                 out[(u, v)] = [(-float(src.local_bytes(shape, itemsize)), time, "shared")]
             else:
-                out[(u, v)] = [(float(o.extra_memory_bytes), time + o.extra_time_s, o.name)
+                # keep_producer also re-runs the consumer's forward (compute, network)
+                out[(u, v)] = [(float(o.extra_memory_bytes),
+                                time + o.extra_time_s + (sum(rerun) if o.name == "keep_producer" else 0.0),
+                                o.name)
                                for o in reuse_options(src, dst, shape, itemsize, cost)
                                if not (pinned and o.name == "keep_consumer")]
     return out
@@ -55,7 +60,7 @@ def test_edge_tables_equal_pair_by_pair_pricing(name):
     for table in space.edges:
         got = {k: [(a.memory_bytes, a.time_s, a.reuse) for a in alts]
                for k, alts in table.alternatives.items()}
-        assert got == _expected(model, table), (table.producer.name, table.consumer.name)
+        assert got == _expected(space, table), (table.producer.name, table.consumer.name)
         reuses |= {a.reuse for alts in table.alternatives.values() for a in alts}
         grads += any(a.grad for alts in table.alternatives.values() for a in alts)
     # the comparison covered gradients and every kind of alternative

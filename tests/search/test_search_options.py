@@ -30,10 +30,32 @@ def test_mini_time_is_the_fastest_plan_that_fits():
     assert plan == to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
     assert plan.time_s == min(p.time_s for p in result.frontier)
     limit = sorted(p.memory_bytes for p in result.frontier)[len(result.frontier) // 2]
-    tight = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit)
+    tight = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit,
+                               check_peak=False)
     assert tight.chosen.memory_bytes <= limit
     assert tight.chosen.time_s == min(p.time_s for p in tight.frontier if p.memory_bytes <= limit)
     assert tight.chosen.time_s >= plan.time_s and "paper-v100x16" in tight.chosen.notes
+
+
+def test_mini_time_checks_the_peak_over_the_step_not_only_the_additive_estimate():
+    from tensoropt.simulator import simulate_plan
+    _model()
+    graph = to.get_default_graph()
+    frontier = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16").frontier
+
+    def peak(p):
+        return simulate_plan(graph, p, "paper-v100x16").peak_memory_bytes
+
+    # a limit that the additive estimate of the fastest plans meets but their peak does not
+    limit = next(p.memory_bytes for p in reversed(list(frontier)) if peak(p) > p.memory_bytes)
+    additive = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit,
+                                check_peak=False)
+    checked = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", memory_limit=limit)
+    assert peak(additive) > limit >= peak(checked)
+    assert checked.memory_bytes <= limit and checked.time_s >= additive.time_s
+    with pytest.raises(NoPlanFitsError, match="peak over the step"):
+        to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16",
+                         memory_limit=frontier[0].memory_bytes)
 
 
 def test_mini_parallelism_is_the_fewest_devices_that_fit():
@@ -75,7 +97,7 @@ def test_nothing_fits_names_the_least_memory_without_searching_again(monkeypatch
                             memory_limit=one.memory_bytes * 0.6)
     assert fits.parallelism == 2 and searched == [1, 2]
     with pytest.raises(NoPlanFitsError, match=r"no device count up to 2 fits either \(least memory per count: "
-                                              r"1: .* GiB, 2: .* GiB\)"):
+                                              r"1: .* MiB, 2: .* MiB\)"):
         to.find_strategy("mini_parallelism", parallelism=2, cluster="paper-v100x16", memory_limit=100)
 
 

@@ -1,0 +1,108 @@
+"""What the additive cost model leaves out, measured by ``tensoropt calibrate`` on
+micro-benchmarks of its own (never on the plans the estimates are judged on):
+
+- ``collective_s``: one more all-reduce in a chain of tiny ones (each waiting for the one
+  before, as a plan's collectives are chained) within one ``session.run``: horovod's
+  cycle and negotiation and the collective's latency, without the ``session.run`` a
+  standalone calibration call also pays. The cost model prices a collective as this plus
+  what the profile's standalone time of its size exceeds a tiny one's
+  (``costs.model.WithCycle``).
+- ``op_s``: one more tiny op (a scalar add) in a chain within one ``session.run``: the
+  executor's per-op launch cost; the cost model adds it to every op's forward and
+  backward.
+- ``compute_slowdown``: a chain of matmuls and a large all-reduce with no dependency
+  between them, run in one ``session.run``, over the longer of the two run alone (1: they
+  overlap perfectly; larger: computing and reducing slow each other down). It is
+  recorded; the estimates do not apply it yet (the plan's chained estimate adds compute
+  and network without overlap).
+
+Every figure is a slope or ratio of medians over ``repeats`` of the slowest rank.
+
+Usage (``calibration_job.Calibrator.calibrate`` calls it)::
+
+    overheads = measure_overheads(calibrator, chain=32, repeats=10)
+    # {"collective_s": ..., "op_s": ..., "compute_slowdown": ..., "chain": 32}
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+__all__ = ["measure_overheads"]
+
+
+def _session(tf, graph, threads: int):
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads, inter_op_parallelism_threads=2)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    config.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
+    config.graph_options.optimizer_options.do_constant_folding = False
+    return tf.compat.v1.Session(graph=graph, config=config)
+
+
+def _timed(cal, run, repeats: int) -> float:
+    """Median over ``repeats`` of the slowest rank's seconds for ``run()``."""
+    run()  # warm up (and let horovod negotiate each name once)
+    run()
+    mine = []
+    for _ in range(repeats):
+        cal.comm.Barrier()
+        start = time.perf_counter()
+        run()
+        mine.append(time.perf_counter() - start)
+    slowest = [max(v) for v in zip(*cal.comm.allgather(mine))]
+    return statistics.median(slowest)
+
+
+def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: int = 256,
+                      allreduce_bytes: int = 2**24) -> dict[str, float]:
+    """The three figures of the module doc, the same on every rank of ``cal``'s job.
+
+    Raises:
+        ValueError: ``chain`` < 2 or ``repeats`` < 1.
+    """
+    if chain < 2 or repeats < 1:
+        raise ValueError(f"calibrate: the overhead chain needs >= 2 links and >= 1 repeat, got {chain}, {repeats}")
+    tf, hvd = cal.tf, cal.hvd
+    op_chain = max(chain, 512)
+    graph = tf.Graph()
+    fetches = {}
+    with graph.as_default():
+        one = tf.ones([1], tf.float32)
+        for n in (1, op_chain):         # tiny ops cost ~1 us: a long chain rises above noise
+            x = one
+            for _ in range(n):
+                x = x + 1.0
+            fetches[("op", n)] = x
+        for n in (1, chain):
+            if cal.size > 1:
+                y = one
+                for k in range(n):
+                    y = hvd.allreduce(y, op=hvd.Sum, name=f"tensoropt_overheads/ar{n}/{k}") * (1.0 / cal.size)
+                fetches[("collective", n)] = y
+        a = tf.ones([matmul_n, matmul_n], tf.float32) * 0.001
+        m = a
+        for _ in range(8):
+            m = tf.linalg.matmul(m, a)
+        fetches["matmul"] = tf.reduce_sum(m[:1, :1])
+        if cal.size > 1:
+            big = tf.ones([allreduce_bytes // 4], tf.float32)
+            fetches["allreduce"] = tf.reduce_sum(hvd.allreduce(big, op=hvd.Sum, name="tensoropt_overheads/big")[:1])
+    session = _session(tf, graph, cal.intra_threads)
+    try:
+        def slope(kind: str, n: int) -> float:
+            t1 = _timed(cal, lambda: session.run(fetches[(kind, 1)]), repeats)
+            tn = _timed(cal, lambda: session.run(fetches[(kind, n)]), repeats)
+            return max(0.0, (tn - t1) / (n - 1))
+
+        out = {"op_s": slope("op", op_chain), "chain": chain, "op_chain": op_chain}
+        if cal.size > 1:
+            out["collective_s"] = slope("collective", chain)
+            alone = _timed(cal, lambda: session.run(fetches["matmul"]), repeats)
+            both = _timed(cal, lambda: session.run([fetches["matmul"], fetches["allreduce"]]), repeats)
+            reduce_only = _timed(cal, lambda: session.run(fetches["allreduce"]), repeats)
+            out["compute_slowdown"] = max(1.0, both / max(alone, reduce_only))
+        return out
+    finally:
+        session.close()

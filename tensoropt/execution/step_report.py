@@ -1,0 +1,89 @@
+"""The main job's report of what its plan measures, next to what was estimated.
+
+After ``report_step`` training steps (``TENSOROPT_REPORT_STEP``, default 5; 0 turns it
+off), ``tensoropt.run`` traces one step, and rank 0 prints one line: the measured
+per-step time (median of the untraced training steps after the first, slowest rank) and
+the peak memory of each rank (``step_profile``'s measure), next to the plan's estimates
+(``Plan.time_s``, ``Plan.memory_bytes``) and, when the search attached one, the
+simulated figure. Memory is printed in the unit that fits (``format_bytes``).
+
+Usage (``tensoropt.runtime`` drives it)::
+
+    reporter = StepReporter(plan, comm, rank, report_step_from_env())
+    trace = reporter.wants_trace()            # before a training step
+    reporter.step(wall_s, profile_or_None)    # after it; prints once, on rank 0
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from typing import Any, TextIO
+
+from tensoropt.execution.step_profile import StepProfile, format_bytes
+
+__all__ = ["StepReporter", "report_step_from_env", "REPORT_STEP_ENV"]
+
+REPORT_STEP_ENV = "TENSOROPT_REPORT_STEP"
+
+
+def report_step_from_env(environ=os.environ) -> int:
+    """The training step to report after (``TENSOROPT_REPORT_STEP``; default 5, 0: never).
+
+    Raises:
+        ValueError: the variable is not a whole number >= 0.
+    """
+    raw = environ.get(REPORT_STEP_ENV, "5")
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{REPORT_STEP_ENV}={raw!r}: give the training step to report after "
+                         "(a whole number, 0 to turn the report off)")
+    return value
+
+
+class StepReporter:
+    """Counts training steps and prints the measured-vs-estimated line once."""
+
+    def __init__(self, plan, comm: Any, rank: int, report_step: int, simulated: dict | None = None,
+                 out: TextIO | None = None):
+        self.plan, self.comm, self.rank = plan, comm, rank
+        self.report_step = report_step
+        self.simulated = simulated or {}
+        self.out = out or sys.stderr
+        self.steps = 0
+        self.walls: list[float] = []
+        self.line: str | None = None
+
+    def wants_trace(self) -> bool:
+        """Whether the coming training step is the one to trace."""
+        return self.report_step > 0 and self.steps + 1 == self.report_step
+
+    def step(self, wall_s: float, profile: StepProfile | None) -> None:
+        """Records one training step; at ``report_step`` gathers and prints."""
+        self.steps += 1
+        if self.report_step <= 0 or self.steps > self.report_step:
+            return
+        if self.steps > 1 and profile is None:
+            self.walls.append(wall_s)
+        if self.steps != self.report_step or profile is None:
+            return
+        mine = (statistics.median(self.walls) if self.walls else profile.wall_s, profile.peak_bytes)
+        gathered = self.comm.allgather(mine) if self.comm is not None else [mine]
+        self.line = self.format(max(t for t, _ in gathered), [m for _, m in gathered])
+        if self.rank == 0:
+            print(self.line, file=self.out, flush=True)
+
+    def format(self, time_s: float, peaks: list[float]) -> str:
+        plan, sim = self.plan, self.simulated
+        est_time = "n/a" if plan.time_s is None else f"{plan.time_s * 1e3:.2f} ms"
+        est_mem = "n/a" if plan.memory_bytes is None else format_bytes(plan.memory_bytes)
+        extra_t = f", simulated {sim['time_s'] * 1e3:.2f} ms" if "time_s" in sim else ""
+        extra_m = f", simulated peak {format_bytes(sim['peak_memory_bytes'])}" if "peak_memory_bytes" in sim else ""
+        per_rank = ", ".join(format_bytes(m) for m in peaks)
+        return (f"tensoropt: after {self.steps} steps: measured {time_s * 1e3:.2f} ms per step "
+                f"(estimated {est_time}{extra_t}); peak memory per rank {per_rank} "
+                f"(estimated {est_mem}{extra_m})")

@@ -1,0 +1,23 @@
+"""Printing quantities in units that fit them (pure; imports nothing).
+
+Usage::
+
+    format_bytes(3277)         # '3.2 KiB'
+    format_bytes(1.5 * 2**30)  # '1.50 GiB'
+"""
+
+from __future__ import annotations
+
+__all__ = ["format_bytes"]
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes in the unit that fits: ``512 B``, ``3.2 KiB``, ``41.0 MiB``, ``1.50 GiB``."""
+    value = float(nbytes)
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            digits = 2 if unit == "GiB" else 1
+            return f"{sign}{value / scale:.{digits}f} {unit}"
+    return f"{sign}{value:.0f} B"

@@ -1,0 +1,93 @@
+"""The calibrated overheads in the estimates, priced by hand: a collective costs its
+chained cycle plus what its size adds over a tiny one; every op that computes pays its
+launch forward and again backward; a profile's ``overheads`` is read and checked."""
+
+import json
+
+import pytest
+
+import tensoropt as to
+from tensoropt.cluster.calibration import CalibrationProfile, profile_overheads
+from tensoropt.configs import Config
+from tensoropt.costs.model import FORWARD_SHARE, CostModel, WithCycle
+from tensoropt.search.strategy import make_cost_model
+
+ALPHA, BW = 5e-4, 1e9     # the standalone profile: 0.5 ms per call + bytes / 1 GB/s
+PEAK = 1e9
+
+
+class Linear:
+    def time_s(self, collective, nbytes, group_size, stride):
+        return ALPHA + nbytes / BW
+
+
+def test_a_chained_collective_costs_the_cycle_plus_what_its_size_adds():
+    c = WithCycle(Linear(), cycle_s=1e-4)
+    assert c.time_s("allreduce", 4096, 2, 1) == pytest.approx(1e-4 + (4096 - 8) / BW)
+    assert c.time_s("allgather", 1 << 20, 4, 1) == pytest.approx(1e-4 + ((1 << 20) - 16) / BW)
+    assert c.time_s("allreduce", 4096, 1, 1) == Linear().time_s("allreduce", 4096, 1, 1)   # no group
+
+
+def _graph():
+    x = to.placeholder(to.float32, [8, 16], name="x")
+    w = to.get_variable("w", [16, 16])
+    h = to.nn.relu(to.matmul(x, w, name="mm"), name="act")
+    to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_sum(h))
+    return to.get_default_graph()
+
+
+def test_every_op_that_computes_pays_its_launch_forward_and_backward():
+    graph = _graph()
+    plain = CostModel(graph, 2, Linear(), PEAK)
+    model = CostModel(graph, 2, Linear(), PEAK, op_overhead_s=1e-3, collective_overhead_s=1e-4)
+    act, x = graph.get_operation_by_name("act"), graph.get_operation_by_name("x")
+    rows = Config((2,), ("d0",))
+    work = 2.0 * 8 * 16 / 2 / PEAK                      # relu: 2 FLOPs per element, split 2 ways
+    assert model.op_cost(act, rows).compute_s == pytest.approx(work + 2e-3)
+    assert model.compute_split(act, rows) == pytest.approx((work * FORWARD_SHARE + 1e-3,
+                                                            work * (1 - FORWARD_SHARE) + 1e-3))
+    assert model.op_cost(x, Config((2,), ("d0",))).compute_s == 0.0      # sources launch nothing
+    # the matmul split over k all-reduces its [8, 16] output: a chained cycle, not a standalone call
+    mm = graph.get_operation_by_name("mm")
+    over_k = Config((2,), ("k",))
+    assert plain.op_cost(mm, over_k).sync_s == pytest.approx(ALPHA + 8 * 16 * 4 / BW)
+    assert model.op_cost(mm, over_k).sync_s == pytest.approx(1e-4 + (8 * 16 * 4 - 8) / BW)
+
+
+def _profile(overheads):
+    extra = {} if overheads is None else {"overheads": overheads}
+    return CalibrationProfile(world_size=2, hostnames=["h", "h"], machines=1, devices_per_machine=2,
+                              measurements=[{"collective": c, "group_size": 2, "stride": 1, "bytes": n,
+                                             "seconds": ALPHA + n / BW}
+                                            for c in ("allreduce", "allgather", "reducescatter", "alltoall")
+                                            for n in (8, 1 << 10, 1 << 20)],
+                              peak_flops=PEAK, memory_bytes_per_device=2**30, tensoropt_version="test",
+                              extra=extra)
+
+
+def test_the_profiled_cost_model_takes_the_profile_overheads(tmp_path, monkeypatch):
+    path = tmp_path / "local.json"
+    _profile({"collective_s": 2e-4, "op_s": 3e-5, "compute_slowdown": 1.2}).save(path)
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
+    model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
+    assert (model.op_overhead_s, model.collective_overhead_s) == (3e-5, 2e-4)
+    assert model.collectives.time_s("allreduce", 8, 2, 1) == pytest.approx(2e-4)
+
+
+@pytest.mark.parametrize("overheads, pattern", [
+    ([1, 2], "not an object"),
+    ({"op_s": -1.0}, "overheads.op_s is -1.0"),
+    ({"collective_s": "fast"}, "overheads.collective_s is 'fast'"),
+])
+def test_bad_overheads_are_named_with_the_command_that_rewrites_them(overheads, pattern):
+    with pytest.raises(ValueError, match=pattern) as info:
+        profile_overheads(_profile(overheads))
+    assert "tensoropt calibrate" in str(info.value)
+
+
+def test_profiles_without_overheads_still_load(tmp_path):
+    assert profile_overheads(_profile(None)) == {}
+    path = tmp_path / "p.json"
+    _profile({"op_s": 1e-5}).save(path)
+    assert json.loads(path.read_text())["overheads"] == {"op_s": 1e-5}
+    assert profile_overheads(CalibrationProfile.load(path)) == {"op_s": 1e-5}

@@ -1,0 +1,50 @@
+"""Run under ``mpirun -np 2``: for each model, ``mini_time`` under a memory limit that
+rules out the frontier's fastest plans; the chosen plan is trained and its measured peak
+memory per rank (``execution.step_profile``) compared with the limit.
+
+Usage: oom_driver.py OUT.json [model ...]. Rank 0 writes, per model, the limit, the plan's
+additive estimate, and every rank's measured peak.
+"""
+
+import json
+import sys
+
+import numpy as np
+
+import tensoropt as to
+from tensoropt import models
+from tensoropt.simulator import simulate_plan
+
+SIZE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] in ("tiny", "small") else "tiny"
+
+
+def main(out_path, names):
+    world = to.init()
+    from mpi4py import MPI
+    rows = []
+    for name in names:
+        to.reset_default_graph()
+        spec = models.build(name, size=SIZE)
+        graph = to.get_default_graph()
+        frontier = to.search_strategy(option="mini_time").frontier
+        # the checked peak of the plan a third along the frontier: the faster plans need more
+        third = frontier[len(frontier) // 3]
+        limit = max(third.memory_bytes, simulate_plan(graph, third, to.runtime.local_cluster()).peak_memory_bytes)
+        plan = to.find_strategy(option="mini_time", memory_limit=limit)
+        to.build_execution_graph(plan=plan)
+        feed = spec.feed(np.random.default_rng(0))
+        for _ in range(2):
+            to.run(spec.train_op, feed)
+        _, step = to.run(spec.train_op, feed, profile=True)
+        peaks = MPI.COMM_WORLD.allgather(step.peak_bytes)
+        if world.rank == 0:
+            rows.append({"model": name, "limit_bytes": limit, "estimated_bytes": plan.memory_bytes,
+                         "fastest_bytes": frontier[-1].memory_bytes, "measured_peak_bytes": peaks,
+                         "resident_bytes": step.resident_bytes})
+    if world.rank == 0:
+        with open(out_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], [a for a in sys.argv[2:] if a not in ("tiny", "small")] or ["mlp", "cnn", "transformer", "lstm"])
