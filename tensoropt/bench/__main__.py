@@ -9,6 +9,7 @@
     python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
+    python -m tensoropt.bench compare [--models paper_vgg16] [--devices 16] [--budget-s 10]
 """
 
 import sys
@@ -17,7 +18,7 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
-           "simulator": "tensoropt.simulator.bench"}
+           "simulator": "tensoropt.simulator.bench", "compare": "tensoropt.baselines.bench"}
 
 
 def main(argv: list[str]) -> int:
