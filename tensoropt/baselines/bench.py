@@ -22,6 +22,8 @@ from tensoropt import models
 from tensoropt.baselines.compare import METHODS, compare, comparison_table
 from tensoropt.search import SearchOptions
 
+__all__ = ["main"]
+
 
 def _checks(c) -> bool:
     rows = {r.method: r for r in c.rows}

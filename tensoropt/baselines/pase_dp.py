@@ -123,7 +123,7 @@ def min_time_choice(tables: MinTimeTables, allowed: list[np.ndarray] | None = No
     constant, largest = 0.0, 0
     back: list[tuple[int, tuple, np.ndarray]] = []
     for u in order:
-        mine = [s for s in touching[u]]
+        mine = sorted(touching[u])
         union = tuple(sorted(set().union(*mine)))
         entries = math.prod(sizes[v] for v in union)
         if entries > max_table_entries:

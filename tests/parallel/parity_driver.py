@@ -1,7 +1,7 @@
 """Run under ``mpirun -np 4``: trains tiny models under many plans, and compares each with
 a single-process run of the same script (same initial values, same batches).
 
-Usage: parity_driver.py OUT.json [--summary] [model ...]. Rank 0 writes, per model and
+Usage: parity_driver.py OUT.json [--summary | --baselines] [model ...]. Rank 0 writes, per model and
 plan, the largest relative differences of losses and final parameters, the plan's
 description and the collectives each rank issued per step by kind.
 
@@ -9,7 +9,9 @@ Plans: by default the frontier's two ends, data parallel and 8 random plans, sea
 each rank alike. With ``--summary``, every rank takes them from ``to.search_strategy``'s
 result as a user script would (rank 0 searches, the others receive it): the frontier's
 first, middle and last plans and the data-parallel plan; each plan's hash is compared
-across the ranks.
+across the ranks. With ``--baselines``, the plans of the baselines (``tensoropt.baselines``:
+Mesh-TF, OptCNN, ToFu, PaSE, MCMC), one run per distinct plan (its ``methods`` lists
+every baseline that found it).
 """
 
 import hashlib
@@ -148,18 +150,36 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3)))
 
 
-def _plans(graph, summary: bool):
+def _baseline_plans(graph):
+    from tensoropt.baselines import (MinTimeTables, mcmc_search, mesh_tf_search, optcnn_search, pase_search,
+                                     tofu_search)
+
+    search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
+    tables = MinTimeTables(search.space)
+    found = [mesh_tf_search(tables).plan, optcnn_search(tables).plan, tofu_search(tables).plan,
+             pase_search(tables).plan, mcmc_search(tables, proposals=2000, seed=0).plan]
+    distinct: dict = {}
+    for plan in found:
+        distinct.setdefault((tuple(sorted(plan.ops.items())), plan.edges), []).append(plan)
+    return [same[0] for same in distinct.values()], [[p.option for p in same] for same in distinct.values()]
+
+
+def _plans(graph, summary: bool, baselines: bool = False):
+    if baselines:
+        return _baseline_plans(graph)
     if summary:
         result = to.search_strategy(option="mini_time", cluster="paper-v100x16")
         frontier = result.frontier
-        return [frontier[0], frontier[len(frontier) // 2], frontier[-1], result.data_parallel]
+        plans = [frontier[0], frontier[len(frontier) // 2], frontier[-1], result.data_parallel]
+        return plans, [[p.option] for p in plans]
     search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
     plans = [search.plans[0], search.plans[-1], search.data_parallel_plan()]
     sample_rng = np.random.default_rng(123)
-    return plans + [sample_plan(search.space, sample_rng) for _ in range(8)]
+    plans += [sample_plan(search.space, sample_rng) for _ in range(8)]
+    return plans, [[p.option] for p in plans]
 
 
-def main(out_path, names, summary=False):
+def main(out_path, names, summary=False, baselines=False):
     world = to.init()
     from mpi4py import MPI
     results = []
@@ -171,7 +191,7 @@ def main(out_path, names, summary=False):
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]
         ref_losses, ref_params = reference(graph, loss, train_op, feeds)
-        plans = _plans(graph, summary)
+        plans, methods = _plans(graph, summary, baselines)
         variables = graph.trainable_variables
         for index, plan in enumerate(plans):
             to.build_execution_graph(plan=plan)
@@ -181,7 +201,7 @@ def main(out_path, names, summary=False):
             hashes = MPI.COMM_WORLD.allgather(hashlib.sha256(plan.to_json().encode()).hexdigest())
             if world.rank == 0:
                 results.append({
-                    "model": name, "plan": index, "option": plan.option,
+                    "model": name, "plan": index, "option": plan.option, "methods": methods[index],
                     "loss_rel": rel(losses, ref_losses),
                     "param_rel": max(rel(params[k], ref_params[k]) for k in ref_params),
                     "losses": [float(v) for v in losses], "reference": [float(v) for v in ref_losses],
@@ -198,5 +218,6 @@ def main(out_path, names, summary=False):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[2:] if a != "--summary"]
-    main(sys.argv[1], args or list(MODELS), summary="--summary" in sys.argv[2:])
+    args = [a for a in sys.argv[2:] if a not in ("--summary", "--baselines")]
+    main(sys.argv[1], args or list(MODELS), summary="--summary" in sys.argv[2:],
+         baselines="--baselines" in sys.argv[2:])
