@@ -12,7 +12,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["tensoropt", "tensoropt.*", "frontier", "frontier.*",
                                     "reschedule", "reschedule.*"]),
-    install_requires=["numpy>=1.26"],
+    install_requires=["numpy>=1.26", "numba>=0.60"],
     extras_require={
         "runtime": ["tensorflow-cpu==2.21.0", "mpi4py>=4.0", "horovod==0.28.1"],
         "test": ["pytest>=8"],

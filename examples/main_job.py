@@ -5,7 +5,8 @@ fits, and train it on every MPI rank.
 
 It records a zoo model at paper scale and prints its statistics (no memory is used:
 recording creates no tensor), then builds a small Transformer, prints its frontier on
-this job's devices, chooses ``mini_time``, and trains 20 steps, printing the losses.
+this job's devices, chooses ``mini_time`` (with the chosen plan's simulated time and peak
+memory next to the estimate), and trains 20 steps, printing the losses.
 """
 
 import argparse
@@ -14,7 +15,7 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.report import plans_table
+from tensoropt.cli.report import plans_table
 from tensoropt.stats import graph_stats
 
 
@@ -41,13 +42,19 @@ def main() -> None:
     to.reset_default_graph()
     spec = models.build(args.model, size="tiny")
     # the whole search result, the same on every rank: any of its plans may be built
-    result = to.search_strategy(option="mini_time")
+    result = to.search_strategy(option="mini_time", simulate="chosen")
     plan = result.chosen
     if world.rank == 0:
         print(plans_table(result.frontier, result.data_parallel, chosen=plan, max_rows=12,
                           title=f"\nfrontier of tiny {args.model} on {world.size} rank(s): "
                                 f"{len(result.frontier)} plans, {plan.notes}"))
         print(f"\nchosen (mini_time): {plan}")
+        check = result.simulator_check
+        row = next(r for r in check["plans"] if r["index"] == check["chosen_index"])
+        print(f"  simulated: time/iter {row['simulated_time_s']:.4g} s (estimate "
+              f"{row['estimated_time_s']:.4g} s), peak memory/device "
+              f"{row['simulated_peak_bytes'] / 2**30:.3f} GiB (estimate "
+              f"{row['estimated_memory_bytes'] / 2**30:.3f} GiB)")
     to.build_execution_graph(engine="tensorflow", plan=plan)
     # Every rank makes the same batch and feeds it whole; TensorOpt gives each rank its slice.
     # One batch, trained on repeatedly, so that the falling loss shows training works.

@@ -11,23 +11,28 @@ Usage::
     res = track(g, method="ldp")        # or "elimination"; threads=, heuristic=, epsilon=
     res.points                          # [(1.5, 7.0), (2.5, 5.0), (5.0, 2.0)]
     res.choice(0)                       # ({a: 1, b: 1}, {e: 1})
-    res.stats                           # elimination counts, sizes, seconds per phase
+    res.stats                           # a TrackStats: counts, sizes, bound, seconds
 
-Modules: ``graph`` (CostGraph, validation), ``track`` (track, TrackResult),
-``_values`` (frontier tables: reduce, product, union, the batched kernels),
-``_eliminate`` (node/edge/branch/heuristic elimination, backbone marking),
-``_ldp`` (LDP and the final enumeration), ``_store`` (back pointers, unrolling),
-``brute_force`` (reference enumerator), ``synthetic`` (test and bench graphs),
-``bench`` (``python -m frontier.bench``).
+Modules: ``graph`` (CostGraph, validation), ``track`` (track, TrackResult), ``stats``
+(TrackStats), ``_table`` (frontier tables with error radii), ``_kernels`` (the compiled
+merge, reduce and thinning loops), ``_values`` and ``_shared`` (product, union, combine
+on tables), ``_eliminate`` (node/edge/branch/heuristic elimination), ``_structure``
+(which elimination when; the LDP backbone), ``_ldp`` (LDP and the final enumeration),
+``_store`` (back pointers, unrolling), ``brute_force`` (reference enumerator),
+``synthetic`` (test and bench graphs), ``bench`` (``python -m frontier.bench``).
 
-The frontier is exact unless ``res.stats["heuristic_eliminations"]`` is non-zero or an
-``epsilon`` was given (``res.exact`` says which); every point's ``choice`` re-costs to
-exactly that point. With ``epsilon=e`` every exact point has a returned point with no more
-memory and at most ``(1 + e)`` times its time (``res.stats["time_error_bound"]`` is the
-bound reached, in seconds).
+The frontier is exact unless ``res.stats.heuristic_eliminations`` is non-zero, or an
+``epsilon`` or ``max_candidates`` thinned it (``res.exact`` says which); every point's
+``choice`` re-costs to exactly that point. When thinned, every exact point has a returned
+point with no more memory and at most ``res.stats.time_error_bound_s`` seconds more time
+(the largest per-point radius); with ``epsilon=e`` that is at most ``e * T``.
+
+The kernels are compiled by numba on first use and cached on disk (in ``__pycache__``
+next to ``_kernels.py``, or numba's user cache when that is not writable).
 """
 
 from frontier.graph import CostGraph
+from frontier.stats import TrackStats
 from frontier.track import TrackResult, check_search_options, track
 
-__all__ = ["CostGraph", "TrackResult", "track", "check_search_options"]
+__all__ = ["CostGraph", "TrackResult", "TrackStats", "track", "check_search_options"]

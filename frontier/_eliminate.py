@@ -3,52 +3,66 @@
 ``Work`` holds the current graph: a frontier table per node (cells = configurations) and
 per edge (cells = ``k * K_dst + p``, edges oriented from lower to higher topological
 index), all registered in a ``Store`` for unrolling. The methods perform one elimination
-each and count it in ``stats``:
+each and count it in the ``Tally``:
 
 * ``edge_elim(u, v)``   -- parallel edges merged by product (Eq. 5);
 * ``node_elim(v)``      -- a node with two neighbours replaced by one edge (Eq. 4);
-* ``branch_elim(v)``    -- a node with one neighbour folded into it (Eq. 6, leaf case);
+* ``fold(v, u)``        -- a node with one neighbour folded into it (Eq. 6, leaf case,
+  and one LDP step);
 * ``heuristic_elim(v)`` -- a node fixed to one configuration (Eq. 7), inexact.
+
+Which elimination runs when is decided by ``_structure.reduce_graph``.
+
+Thinning: with ``epsilon`` every reduction may drop a point for a kept one with no more
+memory while the keeper's radius stays within ``epsilon`` times the least time of the
+part of the graph the new table stands for (``Store.lower``). Those shares add up to T
+over the whole graph, so every returned point is within ``epsilon * T`` of the exact
+points it stands for. ``max_candidates`` thins a product's inputs instead (``capped``).
 
 Usage::
 
-    w = Work(graph, order, store, stats, threads=1, quantum=None, max_candidates=None,
-             time_scale=T)
-    w.reduce_graph(method="ldp", heuristic=("weighted", 0.5))
-    for comp in w.components(): ...
+    w = Work(graph, order, store, tally, Options(threads=2, epsilon=0.01, time_scale_s=T))
+    reduce_graph(w, "ldp", "min_memory")           # frontier._structure
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 import numpy as np
 
+from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
-from frontier._values import (Table, cell_product, cell_product_shared, gather,
-                              combine_shared as combine,
-                              reduce_cells, single_point_cells, thin)
+from frontier._table import IDX, Table, gather, single_point_cells
+from frontier._values import Shape, cell_product, reduce_cells, thin
 from frontier.graph import CostGraph
+from frontier.stats import Tally
 
-__all__ = ["Work", "Heuristic"]
+__all__ = ["Work", "Options", "Heuristic"]
 
 Heuristic = Union[str, tuple]
+
+
+@dataclass(frozen=True)
+class Options:
+    """How a run thins and parallelizes (see ``track``)."""
+
+    threads: int = 1
+    epsilon: Optional[float] = None
+    max_candidates: Optional[int] = None
+    time_scale_s: float = 0.0        # T: the least time of any strategy
+    progress: Optional[Callable[[int, int], None]] = None
 
 
 class Work:
     """The mutable graph being eliminated. Not thread safe; one per ``track`` call."""
 
-    def __init__(self, graph: CostGraph, order: list[int], store: Store, stats: dict,
-                 threads: int = 1, quantum: Optional[float] = None,
-                 progress: Optional[Callable[[int, int], None]] = None,
-                 max_candidates: Optional[int] = None, time_scale: float = 0.0) -> None:
+    def __init__(self, graph: CostGraph, order: list[int], store: Store, tally: Tally,
+                 options: Options) -> None:
         self.st = store
-        self.stats = stats
-        self.threads = threads
-        self.quantum = quantum
-        self.max_candidates = max_candidates
-        self.time_scale = time_scale      # T of ``track``: the least time of any strategy
-        self.progress = progress
+        self.tally = tally
+        self.opt = options
         self.total = graph.num_nodes
         self.topo = {v: i for i, v in enumerate(order)}
         self.K = {v: graph.num_configs(v) for v in order}
@@ -62,28 +76,33 @@ class Work:
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
-            t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=np.int64))
+            t = Table(c[:, 0].copy(), c[:, 1].copy(), np.arange(len(c) + 1, dtype=IDX))
             self.ntab[v] = store.leaf_node(v, t)
         reduced: dict[int, tuple] = {}   # edges sharing cost arrays share their tables
         for eid in range(graph.num_edges):
             ec = graph.edge(eid)
             if id(ec.mem) not in reduced:   # the graph keeps ec.mem alive: ids are stable
                 ncell = ec.shape[0] * ec.shape[1]
-                cell = np.repeat(np.arange(ncell, dtype=np.int64), np.diff(ec.off))
-                idx, off = reduce_cells(cell, ec.mem, ec.time, ncell)
+                cell = np.repeat(np.arange(ncell, dtype=IDX), np.diff(ec.off))
+                idx, off, _ = reduce_cells(cell, ec.mem, ec.time, ncell)
                 reduced[id(ec.mem)] = (Table(ec.mem[idx], ec.time[idx], off),
                                        (idx - ec.off[cell[idx]]).astype(np.int32))
             t, alt = reduced[id(ec.mem)]
             tid = store.leaf_edge(eid, t, alt)
             self._add_edge(ec.src, ec.dst, tid)
-        self._note(None)
 
     # ------------------------------------------------------------ bookkeeping
+    def budget(self, *tids: int) -> float:
+        """The thinning budget (seconds) of a table made from ``tids``."""
+        if self.opt.epsilon is None:
+            return 0.0
+        return self.opt.epsilon * sum(self.st.lower[t] for t in tids)
+
     def reduced(self, table: Table, parents: tuple[int, ...],
                 bp: tuple[np.ndarray, ...]) -> int:
-        """Registers a table made by a reduction, which thinned it when ``quantum`` is
-        set (adding ``quantum`` to its time error bound)."""
-        return self.st.derived(table, parents, bp, error=self.quantum or 0.0)
+        """Registers a table made by a reduction, with the thinning gap it reached."""
+        gap, self.tally.gap_s = self.tally.gap_s, 0.0
+        return self.st.derived(table, parents, bp, gap=gap)
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:
         """The inputs of one product, thinned when it would be too big.
@@ -91,33 +110,32 @@ class Work:
         ``estimate(*counts)`` gives the candidate points the product would make from the
         inputs' points per cell. When that exceeds ``max_candidates`` (or twice what the
         product makes with one point per cell, if more), every input is thinned
-        (``thin``) with the smallest time quantum of the ladder ``T * 2^-16,
-        T * 2^-15, ...`` that brings the count under it (at most T). Each thinned input
-        is a new table whose time error grows by the most it actually slowed a point
-        (less than the quantum), so the bound ``track`` reports stays rigorous. Returns
-        the ids to use; untouched inputs keep theirs.
+        (``thin``) with the smallest step of the ladder ``T * 2^-16, T * 2^-15, ...``
+        that brings the count under it (at most T). Radii record what each kept point
+        now stands for, so the bound ``track`` reports stays rigorous. Returns the ids
+        to use; untouched inputs keep theirs.
         """
-        if self.max_candidates is None or self.time_scale <= 0:
+        if self.opt.max_candidates is None or self.opt.time_scale_s <= 0:
             return tids
         tables = [self.st.table(t) for t in tids]
         counts = [t.counts() for t in tables]
         floor = estimate(*(np.minimum(c, 1) for c in counts))
-        limit = max(self.max_candidates, 2 * floor)
+        limit = max(self.opt.max_candidates, 2 * floor)
         if estimate(*counts) <= limit:
             return tids
-        quantum = self.time_scale * 2.0 ** -16
+        delta = self.opt.time_scale_s * 2.0 ** -16
         while True:
-            thinned = [thin(t, quantum) for t in tables]
+            thinned = [thin(t, delta) for t in tables]
             if (estimate(*(t.counts() for t, _, _ in thinned)) <= limit
-                    or quantum >= self.time_scale):
+                    or delta >= self.opt.time_scale_s):
                 break
-            quantum *= 2
+            delta *= 2
         out = []
         for tid, t, (new, idx, gap) in zip(tids, tables, thinned):
             out.append(tid if new.npoints == t.npoints else
-                       self.st.derived(new, (tid,), (idx,), error=gap))
-        self._count("capped_products")
-        self.stats["cap_quantum_max"] = max(self.stats.get("cap_quantum_max", 0.0), quantum)
+                       self.st.derived(new, (tid,), (idx,), gap=gap))
+        self.tally.capped_products += 1
+        self.tally.cap_delta_max_s = max(self.tally.cap_delta_max_s, delta)
         return tuple(out)
 
     def _drop_all(self, *tids: int) -> None:
@@ -126,15 +144,11 @@ class Work:
 
     def _add_edge(self, u: int, v: int, tid: int) -> None:
         assert self.topo[u] < self.topo[v]
-        wid = self._next_id()
-        self.edges[wid] = [u, v, tid]
-        self.adj[u].setdefault(v, []).append(wid)
-        self.adj[v].setdefault(u, []).append(wid)
-        self._note(self.st.table(tid))
-
-    def _next_id(self) -> int:
         self._wid += 1
-        return self._wid
+        self.edges[self._wid] = [u, v, tid]
+        self.adj[u].setdefault(v, []).append(self._wid)
+        self.adj[v].setdefault(u, []).append(self._wid)
+        self._note(self.st.table(tid))
 
     def _remove_edge(self, wid: int) -> None:
         u, v, tid = self.edges.pop(wid)
@@ -150,16 +164,12 @@ class Work:
         del self.adj[v]
         self.st.drop(self.ntab.pop(v))
         self.marked.discard(v)
-        if self.progress is not None:
-            self.progress(self.total - len(self.adj), self.total)
+        if self.opt.progress is not None:
+            self.opt.progress(self.total - len(self.adj), self.total)
 
-    def _note(self, t: Optional[Table]) -> None:
-        if t is not None and t.ncells:
-            self.stats["max_cell_points"] = max(self.stats.get("max_cell_points", 0),
-                                                t.max_cell())
-
-    def _count(self, key: str) -> None:
-        self.stats[key] = self.stats.get(key, 0) + 1
+    def _note(self, t: Table) -> None:
+        if t.ncells:
+            self.tally.max_cell_points = max(self.tally.max_cell_points, t.max_cell())
 
     def degree(self, v: int) -> int:
         return len(self.adj[v])
@@ -179,6 +189,13 @@ class Work:
         self.ntab[v] = tid
         self._note(self.st.table(tid))
 
+    def product(self, a: int, b: int, bmap: np.ndarray) -> int:
+        """Registers ``cell_product`` of tables a and b (cell c times b's ``bmap[c]``)."""
+        t, ia, ib = cell_product(self.st.table(a), self.st.table(b), bmap,
+                                 budget=self.budget(a, b), threads=self.opt.threads,
+                                 counts=self.tally)
+        return self.reduced(t, (a, b), (ia, ib))
+
     # ------------------------------------------------------------ eliminations
     def edge_elim(self, u: int, v: int) -> None:
         """Eq. (5): all edges between u and v become one (product per cell)."""
@@ -189,15 +206,16 @@ class Work:
         acc = tids[0]
         for other in tids[1:]:
             x, y = self.capped((acc, other), _product_candidates)
-            t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y),
-                                            self.K[u], self.K[v], self.quantum)
+            t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y), self.K[u],
+                                            self.K[v], budget=self.budget(x, y),
+                                            threads=self.opt.threads, counts=self.tally)
             prev, acc = acc, self.reduced(t, (x, y), (ia, ib))
             # Edge tables (tids) are dropped with their edges below.
             self._drop_all(*(i for i in (prev, x, y) if i not in tids))
         for wid in wids:
             self._remove_edge(wid)
         self._add_edge(u, v, acc)
-        self._count("edge_eliminations")
+        self.tally.edge_eliminations += 1
 
     def _node_single(self, v: int) -> tuple[int, Optional[Table]]:
         """Node table of v and, if it has one point per cell, the table to fuse."""
@@ -214,24 +232,21 @@ class Work:
         kh, kv, kj = self.K[h], self.K[v], self.K[j]
         nv, nv_single = self._node_single(v)
         if nv_single is None:
-            bmap = np.tile(np.arange(kv), kh)
-            t, ia, ib = cell_product(self.st.table(a_id), self.st.table(nv), bmap, self.quantum)
-            a_id = self.reduced(t, (a_id, nv), (ia, ib))
+            a_id = self.product(a_id, nv, np.tile(np.arange(kv), kh))
         a0, b0 = a_id, b_id
         a_id, b_id = self.capped((a_id, b_id), _combine_candidates(kh, kv, kj))
-        t, ia, ib, kk = combine(self.st.table(a_id), self.st.table(b_id), kh, kv, kj,
-                                mid=nv_single, threads=self.threads, quantum=self.quantum,
-                                stats=self.stats)
-        if nv_single is not None:
-            new = self.reduced(t, (a_id, b_id, nv), (ia, ib, kk))
-        else:
-            new = self.reduced(t, (a_id, b_id), (ia, ib))
+        parents = (a_id, b_id) if nv_single is None else (a_id, b_id, nv)
+        t, ia, ib, kk = combine_shared(self.st.table(a_id), self.st.table(b_id),
+                                       Shape(kh, kv, kj), mid=nv_single,
+                                       threads=self.opt.threads,
+                                       budget=self.budget(*parents), counts=self.tally)
+        new = self.reduced(t, parents, (ia, ib, kk)[:len(parents)])
         self._remove_edge(ehv)
         self._remove_edge(evj)
         self._drop_all(a_id, b_id, a0, b0)
         self._remove_node(v)
         self._add_edge(h, j, new)
-        self._count("node_eliminations")
+        self.tally.node_eliminations += 1
 
     def fold(self, v: int, u: int) -> None:
         """Folds v (whose only neighbour is u, by one edge) into u's node frontier.
@@ -245,16 +260,17 @@ class Work:
         nv0, b0 = self.ntab[v], b_id
         nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
         nu, nu_single = self._node_single(u)
-        t, ia, ib, kk = combine(self.st.table(nv), self.st.table(b_id), 1, kv, ku,
-                                post=nu_single, threads=self.threads, quantum=self.quantum,
-                                stats=self.stats)
+        parents = (nv, b_id) if nu_single is None else (nv, b_id, nu)
+        t, ia, ib, kk = combine_shared(self.st.table(nv), self.st.table(b_id),
+                                       Shape(1, kv, ku), post=nu_single,
+                                       threads=self.opt.threads,
+                                       budget=self.budget(*parents), counts=self.tally)
         if nu_single is not None:
-            pc = np.repeat(np.arange(ku, dtype=np.int64), t.counts())
-            new = self.reduced(t, (nv, b_id, nu), (ia, ib, pc))
+            new = self.reduced(t, parents, (ia, ib, np.repeat(np.arange(ku, dtype=IDX),
+                                                                 t.counts())))
         else:
-            mid = self.reduced(t, (nv, b_id), (ia, ib))
-            t2, ia2, ib2 = cell_product(t, self.st.table(nu), np.arange(ku), self.quantum)
-            new = self.reduced(t2, (mid, nu), (ia2, ib2))
+            mid = self.reduced(t, parents, (ia, ib))
+            new = self.product(mid, nu, np.arange(ku))
             self.st.drop(mid)
         self._remove_edge(wid)
         self._drop_all(nv, b_id, b0)
@@ -300,7 +316,7 @@ class Work:
     def heuristic_elim(self, v: int, heuristic: Heuristic) -> None:
         """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours."""
         k = self.choose_config(v, heuristic)
-        self.stats.setdefault("heuristic_choices", []).append((v, k))
+        self.tally.heuristic_choices.append((v, k))
         nv = self.ntab[v]
         t, idx = gather(self.st.table(nv), np.array([k]))
         self.factors.append(self.st.derived(t, (nv,), (idx,)))
@@ -312,129 +328,12 @@ class Work:
                 row, ridx = gather(self.st.table(tid), cells)
                 row_id = self.st.derived(row, (tid,), (ridx,))
                 nj = self.ntab[j]
-                t2, ia, ib = cell_product(self.st.table(nj), row, np.arange(kj), self.quantum)
-                new = self.reduced(t2, (nj, row_id), (ia, ib))
+                new = self.product(nj, row_id, np.arange(kj))
                 self.st.drop(row_id)
                 self._remove_edge(wid)
-                self.ntab[j] = new
-                self._note(t2)
+                self._set_node(j, new)
         self._remove_node(v)
-        self._count("heuristic_eliminations")
-
-    # ------------------------------------------------------------ structure
-    def components(self) -> list[list[int]]:
-        """Connected components of the current graph, each sorted by topological index."""
-        seen: set[int] = set()
-        comps = []
-        for s in sorted(self.adj, key=self.topo.__getitem__):
-            if s in seen:
-                continue
-            comp, stack = [], [s]
-            seen.add(s)
-            while stack:
-                x = stack.pop()
-                comp.append(x)
-                for y in self.adj[x]:
-                    if y not in seen:
-                        seen.add(y)
-                        stack.append(y)
-            comps.append(sorted(comp, key=self.topo.__getitem__))
-        return comps
-
-    def is_path(self, comp: list[int]) -> bool:
-        nedges = sum(self.degree(v) for v in comp) // 2
-        return all(self.degree(v) <= 2 for v in comp) and nedges == len(comp) - 1
-
-    def _extend_marks(self) -> None:
-        """Marks the linear backbone: a tail's single downstream neighbour is marked."""
-        if not self.marking:
-            return
-        for i, tail in enumerate(self.tails):
-            while tail in self.adj:
-                down = [y for y in self.adj[tail] if self.topo[y] > self.topo[tail]]
-                if len(down) != 1 or down[0] in self.marked:
-                    break
-                tail = down[0]
-                self.marked.add(tail)
-            self.tails[i] = tail
-
-    def _start_backbones(self) -> bool:
-        """Marks the first node of every component that has no marked node."""
-        new = False
-        for comp in self.components():
-            if not any(v in self.marked for v in comp):
-                self.marked.add(comp[0])
-                self.tails.append(comp[0])
-                new = True
-        return new
-
-    def _is_source(self, v: int) -> bool:
-        """No neighbour before v: all its edges are out-going, as in Eq. (7)."""
-        return all(self.topo[y] > self.topo[v] for y in self.adj[v])
-
-    def _span(self, v: int) -> int:
-        """How far in topological order v's edges reach (a mask used by every layer
-        reaches from the first layer to the last)."""
-        pos = [self.topo[y] for y in self.adj[v]] + [self.topo[v]]
-        return max(pos) - min(pos)
-
-    def _parallel_pair(self) -> Optional[tuple[int, int]]:
-        for u, nb in self.adj.items():
-            for v, wids in nb.items():
-                if len(wids) > 1:
-                    return u, v
-        return None
-
-    def reduce_graph(self, method: str, heuristic: Heuristic) -> None:
-        """Eliminates until every component is a path ("ldp") or has at most two
-        nodes ("elimination"). Exact eliminations always go first. Heuristic
-        elimination only when none applies, of a node off the backbone with three or
-        more neighbours, preferring (in order) a source (all edges out-going, as Eq. 7
-        is stated; a mask is one), the widest reach in topological order, the most
-        neighbours."""
-        ldp = method == "ldp"
-        if ldp:
-            self._start_backbones()
-        while True:
-            if ldp:
-                self._extend_marks()
-            pair = self._parallel_pair()
-            if pair is not None:
-                self.edge_elim(*pair)
-                continue
-            order = sorted(self.adj, key=self.topo.__getitem__)
-            free = [v for v in order if not (ldp and v in self.marked)]
-            v = next((v for v in free if self.degree(v) == 2), None)
-            if v is not None:
-                self.node_elim(v)
-                continue
-            v = next((v for v in free if self.degree(v) == 1
-                      and (ldp or self.degree(next(iter(self.adj[v]))) >= 2)), None)
-            if v is not None:
-                self.fold(v, next(iter(self.adj[v])))
-                self._count("branch_eliminations")
-                continue
-            comps = self.components()
-            if ldp:
-                if all(self.is_path(c) for c in comps):
-                    return
-                if self.marking and self._start_backbones():
-                    continue
-            elif all(len(c) <= 2 for c in comps):
-                return
-            cand = [v for v in free if self.degree(v) >= 3]
-            if not cand:
-                # Only backbone nodes are left and they do not form a path: give up the
-                # backbone and let exact eliminations work on all nodes.
-                assert ldp and self.marking
-                self.marking = False
-                self.marked.clear()
-                self.tails.clear()
-                self._count("backbone_fallbacks")
-                continue
-            v = max(cand, key=lambda x: (self._is_source(x), self._span(x), self.degree(x),
-                                         -self.topo[x]))
-            self.heuristic_elim(v, heuristic)
+        self.tally.heuristic_eliminations += 1
 
 
 def _product_candidates(na: np.ndarray, nb: np.ndarray) -> float:

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from frontier._eliminate import Work
-from frontier._values import cell_product, union_all
+from frontier._structure import components
+from frontier._values import union_all
 
 __all__ = ["finish", "path_order"]
 
@@ -45,33 +46,30 @@ def path_order(work: Work, comp: list[int]) -> list[int]:
 
 def _union(work: Work, v: int) -> int:
     nt = work.ntab[v]
-    t, idx = union_all(work.st.table(nt), work.quantum)
+    t, idx = union_all(work.st.table(nt), budget=work.budget(nt), counts=work.tally)
     return work.reduced(t, (nt,), (idx,))
 
 
 def finish(work: Work, method: str) -> int:
     """Solves every component and multiplies all factors; returns the final table id."""
     factors = list(work.factors)
-    for comp in work.components():
+    for comp in components(work):
         if method == "ldp":
             order = path_order(work, comp)
-            work.stats["ldp_path_lengths"] = work.stats.get("ldp_path_lengths", []) + [
-                len(order)]
+            work.tally.ldp_path_lengths.append(len(order))
             for a, b in zip(order, order[1:]):
                 work.fold(a, b)
-                work.stats["ldp_steps"] = work.stats.get("ldp_steps", 0) + 1
+                work.tally.ldp_steps += 1
             last = order[-1]
         else:
             assert len(comp) <= 2
             if len(comp) == 2:
                 a, b = comp
                 work.fold(a, b)
-                work.stats["enumerations"] = work.stats.get("enumerations", 0) + 1
+                work.tally.enumerations += 1
             last = comp[-1]
         factors.append(_union(work, last))
     acc = factors[0]
     for f in factors[1:]:
-        t, ia, ib = cell_product(work.st.table(acc), work.st.table(f), np.zeros(1, np.int64),
-                                 work.quantum)
-        acc = work.reduced(t, (acc, f), (ia, ib))
+        acc = work.product(acc, f, np.zeros(1, np.int64))
     return acc

@@ -11,9 +11,15 @@ Usage::
     t0 = st.leaf_node(v, table)                    # original node frontier
     t1 = st.leaf_edge(e, table, alt)               # original edge frontier
     t2 = st.derived(table, (t0, t1), (ia, ib))     # product / union / gather result
-    t3 = st.derived(table, (t2,), (ix,), error=q)  # a reduction that thinned by q
-    st.time_error[t3]                              # q + the errors of t3's ancestors
+    t3 = st.derived(table, (t2,), (ix,), gap=g)    # a reduction that thinned by up to g
+    st.lower[t3]        # a time the part of the graph t3 stands for never beats (seconds)
+    st.summed[t3]       # g + the gaps of t3's ancestors: a bound summed over reductions
     cfg, alt = st.unroll(t2, np.arange(n))         # (n, num_nodes), (n, num_edges)
+    st.collect()        # frees pointers no live table needs (also runs by itself)
+
+Each original node and edge is one leaf of exactly one derivation tree, so ``lower`` of
+the final table is at least the sum of every node's and edge's least time, and no
+strategy is faster: T of ``track``.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from typing import Optional
 
 import numpy as np
 
-from frontier._values import Table
+from frontier._table import Table
 
-__all__ = ["Store"]
+__all__ = ["Store", "COLLECT_MIN_BYTES"]
 
 
 @dataclass
@@ -36,6 +42,28 @@ class _Record:
     bp: tuple[np.ndarray, ...]     # one index array per parent; ("edge": alternatives)
 
 
+COLLECT_MIN_BYTES = 256 * 2 ** 20   # back pointers below which ``collect`` never runs
+
+
+def _narrow(b: np.ndarray) -> np.ndarray:
+    """Non-negative indices in the narrowest unsigned type that holds them."""
+    b = np.asarray(b)
+    top = int(b.max()) if len(b) else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return b.astype(dtype, copy=False)
+    return b.astype(np.int64, copy=False)
+
+
+def _least(table: Table) -> float:
+    """The least ``time - radius`` of the table: no exact point of it is faster."""
+    if table.npoints == 0:
+        return -np.inf
+    if table.radius is None:
+        return float(table.time.min())
+    return float((table.time - table.radius).min())
+
+
 class Store:
     """Tables (values are dropped once dead) and their derivation records."""
 
@@ -44,33 +72,97 @@ class Store:
         self.num_edges = num_edges
         self.tables: list[Optional[Table]] = []
         self.records: list[_Record] = []
-        # Bound on how much slower a table's points may be than the exact frontier's
-        # (see ``track``'s epsilon): its own thinning plus all its ancestors'.
-        self.time_error: list[float] = []
+        # A time no strategy of the subgraph a table stands for beats (within its
+        # cells), which scales its thinning budget: the larger of the sum over its
+        # parents and its own least ``time - radius``. Lower bounds of disjoint parts
+        # add, so the final table's is a lower bound of the whole graph's time. And the
+        # error bound of the old method: every reduction's largest thinning gap, summed.
+        self.lower: list[float] = []
+        self.summed: list[float] = []
+        self.npoints: list[int] = []      # points of each table (as its records number them)
+        self.bytes = 0                    # back-pointer bytes now, and at most so far
+        self.peak_bytes = 0
+        self._after_collect = 0
+        self.collections = 0
 
-    def _add(self, table: Table, rec: _Record, error: float = 0.0) -> int:
+    def _add(self, table: Table, rec: _Record, lower: float, gap: float = 0.0) -> int:
         self.tables.append(table)
         self.records.append(rec)
-        self.time_error.append(error + sum(self.time_error[p] for p in rec.parents))
+        self.lower.append(lower)
+        self.summed.append(gap + sum(self.summed[p] for p in rec.parents))
+        self.npoints.append(table.npoints)
+        self.bytes += sum(b.nbytes for b in rec.bp)
+        self.peak_bytes = max(self.peak_bytes, self.bytes)
+        if self.bytes > max(COLLECT_MIN_BYTES, 2 * self._after_collect):
+            self.collect()
         return len(self.tables) - 1
 
     def leaf_node(self, nid: int, table: Table) -> int:
-        return self._add(table, _Record("node", nid, (), ()))
+        return self._add(table, _Record("node", nid, (), ()), float(table.time.min()))
 
     def leaf_edge(self, eid: int, table: Table, alt: np.ndarray) -> int:
-        return self._add(table, _Record("edge", eid, (), (alt.astype(np.int32, copy=False),)))
+        return self._add(table, _Record("edge", eid, (), (_narrow(alt),)),
+                         float(table.time.min()))
 
     def derived(self, table: Table, parents: tuple[int, ...],
-                bp: tuple[np.ndarray, ...], error: float = 0.0) -> int:
+                bp: tuple[np.ndarray, ...], gap: float = 0.0) -> int:
+        """Registers a table made from ``parents``; ``bp[i][x]`` is the point of parent i
+        that point x came from; ``gap`` the largest thinning slow-down it made."""
         assert len(parents) == len(bp)
-        small = tuple(np.asarray(b).astype(np.int32 if len(b) == 0 or int(np.max(b)) <
-                                           2**31 - 1 else np.int64) for b in bp)
-        return self._add(table, _Record("derived", -1, tuple(parents), small), error)
+        return self._add(table, _Record("derived", -1, tuple(parents),
+                                        tuple(_narrow(b) for b in bp)),
+                         max(sum(self.lower[p] for p in parents), _least(table)), gap)
+
+    def collect(self) -> None:
+        """Frees the back pointers that no point of a live table leads to.
+
+        A live table (values not dropped) keeps all its points. A dead one keeps only
+        the points that kept points point at, renumbered (its children's pointers are
+        mapped to the new numbers); a record nothing reaches is emptied. Node leaves
+        keep their numbering (a point is a configuration). Unrolling any live table
+        gives the same result as before. ``_add`` runs this whenever the pointers have
+        doubled since the last time (and exceed ``COLLECT_MIN_BYTES``).
+        """
+        n = len(self.records)
+        need: list[Optional[np.ndarray]] = [None] * n
+        for t in range(n - 1, -1, -1):          # children come after their parents
+            rec = self.records[t]
+            live = self.tables[t] is not None
+            if rec.kind != "derived" or not (live or need[t] is not None):
+                continue
+            for p, b in zip(rec.parents, rec.bp):
+                if need[p] is None:
+                    need[p] = np.zeros(self.npoints[p], dtype=bool)
+                need[p][b if live else b[need[t]]] = True
+        remap: dict[int, np.ndarray] = {}
+        for t in range(n):
+            rec = self.records[t]
+            if rec.kind == "node":
+                continue
+            if self.tables[t] is None and need[t] is None:
+                rec.parents, rec.bp = (), ()
+                self.npoints[t] = 0
+                continue
+            bp = [remap[p][b] if p in remap else b for p, b in zip(rec.parents, rec.bp)] \
+                if rec.kind == "derived" else list(rec.bp)
+            keep = need[t] if self.tables[t] is None else None
+            if keep is not None and not keep.all():
+                bp = [b[keep] for b in bp]
+                remap[t] = np.cumsum(keep, dtype=np.int64) - 1
+                self.npoints[t] = int(keep.sum())
+            rec.bp = tuple(_narrow(b) for b in bp)
+        self.bytes = self.pointer_bytes()
+        self._after_collect = self.bytes
+        self.collections += 1
 
     def table(self, tid: int) -> Table:
         t = self.tables[tid]
         assert t is not None, "a dead table was used again"
         return t
+
+    def pointer_bytes(self) -> int:
+        """Bytes of back pointers kept for unrolling."""
+        return sum(b.nbytes for rec in self.records for b in rec.bp)
 
     def drop(self, tid: int) -> None:
         """Frees the values of a table nobody will read again (back pointers stay)."""

@@ -6,6 +6,8 @@ Usage::
     python -m frontier.bench --quick                 # n in 50,100; K in 16,64
     python -m frontier.bench --shape residual --n 400 --k 256 --methods ldp
     python -m frontier.bench --threads 1,2 --shape chain --n 200 --k 64
+    python -m frontier.bench --synthetic-hard --epsilon 0.05   # issue 14's random graphs
+    python -m frontier.bench --graph model.npz --max-candidates 1000000   # a saved graph
 
 Each run happens in a child process with a wall-clock limit (``--timeout``); a run that
 exceeds it is reported as ``>T``, and larger n for the same shape, K and method are then
@@ -24,6 +26,8 @@ import os
 import time
 from typing import Any, Optional
 
+from frontier._bench_graphs import HARD_GRAPHS, print_rows
+
 __all__ = ["main", "run_one"]
 
 
@@ -39,24 +43,25 @@ def run_one(shape: str, n: int, k: int, method: str, threads: int, seed: int,
     c1, w1 = time.process_time(), time.perf_counter()
     s = res.stats
     return {"wall": w1 - w0, "cpu": c1 - c0, "points": len(res.points),
-            "max_cell": s["max_cell_points"], "heuristic": s["heuristic_eliminations"],
+            "max_cell": s.max_cell_points, "heuristic": s.heuristic_eliminations,
             "first": res.points[0], "last": res.points[-1],
             "hash": hash(tuple(res.points))}
 
 
-def _child(conn, args) -> None:
+def _child(conn, args, fn) -> None:
     try:
-        conn.send(run_one(*args))
+        conn.send(fn(*args))
     except BaseException as err:  # report, never hang the parent
         conn.send({"error": repr(err)})
     finally:
         conn.close()
 
 
-def _timed(args: tuple, timeout: float) -> Optional[dict[str, Any]]:
+def _timed(args: tuple, timeout: float, fn=run_one) -> Optional[dict[str, Any]]:
+    """``fn(*args)`` in a forked child; None when it takes more than ``timeout`` s."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(child, args))
+    p = ctx.Process(target=_child, args=(child, args, fn))
     p.start()
     child.close()
     if parent.poll(timeout):
@@ -88,7 +93,26 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="alternatives per edge whose tensor has several consumers")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="n in 50,100 and K in 16,64")
+    ap.add_argument("--synthetic-hard", action="store_true",
+                    help="instead, the two random-cost graphs of issue 14 (400 nodes: a "
+                         "chain with K=256, a shortcut every 4 nodes with K=128)")
+    ap.add_argument("--graph", default="",
+                    help="instead, comma list of CostGraph.save files or hard:SHAPE:N:K")
+    ap.add_argument("--epsilon", type=float, default=None,
+                    help="with --synthetic-hard / --graph: track's epsilon")
+    ap.add_argument("--max-candidates", type=int, default=None,
+                    help="with --synthetic-hard / --graph: track's max_candidates")
     a = ap.parse_args(argv)
+    if a.synthetic_hard or a.graph:
+        sources = list(HARD_GRAPHS) if a.synthetic_hard else []
+        sources += [s for s in a.graph.split(",") if s]
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"# frontier.bench  cpus={os.cpu_count()}  load={load:.1f}  "
+              f"timeout={a.timeout:g}s")
+        method = a.methods.split(",")[0]
+        print_rows(sources, method, _ints(a.threads)[0], a.epsilon, a.max_candidates,
+                   a.timeout)
+        return 0
     if a.quick:
         a.n, a.k = "50,100", "16,64"
     shapes = [s for s in a.shape.split(",") if s]

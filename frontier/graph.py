@@ -8,6 +8,7 @@ Usage::
     e = g.add_edge(a, b, [[[(0, 0)], [(1, .5), (0, .9)]],   # costs[k][p] = alternatives
                           [[(1, .5)], [(0, 0)]]])
     e2 = g.add_edge(a, b, np.zeros((2, 2, 3, 2)))           # or (Ka, Kb, A, 2) / (Ka, Kb, 2)
+    g.save("graph.npz"); g2 = CostGraph.load("graph.npz")    # e.g. to re-run a priced model
 
 Costs add up along a strategy (Eq. 3 of the paper): each node contributes the (memory,
 time) of its configuration, each edge the alternative chosen for its endpoints'
@@ -49,6 +50,10 @@ def _check_finite(arr: np.ndarray, what: str) -> None:
         bad = np.argwhere(~np.isfinite(arr))[0].tolist()
         raise ValueError(f"{what} has a NaN or infinite cost at index {bad}; "
                          "every memory and time must be a finite number")
+
+
+def _cat(arrays: list[np.ndarray], dtype=np.float64) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
 
 
 class CostGraph:
@@ -114,15 +119,7 @@ class CostGraph:
             ValueError: unknown node, self loop, shape not (Ka, Kb, ...), an empty
                 alternative list, NaN or infinite values.
         """
-        eid = len(self._edges)
-        for role, nid in (("source", src), ("destination", dst)):
-            if not isinstance(nid, (int, np.integer)) or not 0 <= int(nid) < len(self._nodes):
-                raise ValueError(f"edge {eid}: unknown {role} node {nid!r}; expected a node "
-                                 f"id returned by add_node (0..{len(self._nodes) - 1})")
-        src, dst = int(src), int(dst)
-        what = (f"edge {eid} ({self._names[src]!r} -> {self._names[dst]!r})")
-        if src == dst:
-            raise ValueError(f"{what}: a self loop makes a cycle; the graph must be a DAG")
+        src, dst, what = self._check_ends(src, dst)
         ka, kb = len(self._nodes[src]), len(self._nodes[dst])
         if isinstance(costs, np.ndarray):
             seen = self._shared.get(id(costs))
@@ -135,7 +132,47 @@ class CostGraph:
         else:
             mem, time, off = self._edge_from_lists(costs, ka, kb, what)
         self._edges.append(EdgeCosts(src, dst, (ka, kb), mem, time, off))
-        return eid
+        return len(self._edges) - 1
+
+    def add_edge_flat(self, src: int, dst: int, mem: np.ndarray, time: np.ndarray,
+                      off: np.ndarray) -> int:
+        """Adds an edge given in the flat form ``EdgeCosts`` stores: the alternatives of
+        pair (k, p) are ``mem[off[c]:off[c+1]]``, ``time[...]`` with ``c = k*Kb + p``.
+        For large graphs with a ragged number of alternatives, where nested lists are
+        slow. The arrays are used as given (not copied); edges may share them.
+
+        Raises:
+            ValueError: as ``add_edge``; or offsets that do not cover every pair with at
+                least one alternative.
+        """
+        src, dst, what = self._check_ends(src, dst)
+        ka, kb = len(self._nodes[src]), len(self._nodes[dst])
+        mem = np.asarray(mem, dtype=np.float64)
+        time = np.asarray(time, dtype=np.float64)
+        off = np.asarray(off, dtype=np.int64)
+        if (off.shape != (ka * kb + 1,) or mem.shape != time.shape or mem.ndim != 1
+                or off[0] != 0 or off[-1] != len(mem) or np.any(np.diff(off) < 1)):
+            raise ValueError(f"{what}: flat costs need off of length {ka * kb + 1} rising "
+                             f"from 0 to len(mem) by at least 1 per pair, and mem, time of "
+                             f"equal length; got off {off.shape}, mem {mem.shape}, "
+                             f"time {time.shape}")
+        _check_finite(mem, f"{what} memory")
+        _check_finite(time, f"{what} time")
+        self._edges.append(EdgeCosts(src, dst, (ka, kb), mem, time, off))
+        return len(self._edges) - 1
+
+    def _check_ends(self, src: int, dst: int) -> tuple[int, int, str]:
+        """The endpoints of the next edge as ints, and its name for error messages."""
+        eid = len(self._edges)
+        for role, nid in (("source", src), ("destination", dst)):
+            if not isinstance(nid, (int, np.integer)) or not 0 <= int(nid) < len(self._nodes):
+                raise ValueError(f"edge {eid}: unknown {role} node {nid!r}; expected a node "
+                                 f"id returned by add_node (0..{len(self._nodes) - 1})")
+        src, dst = int(src), int(dst)
+        what = (f"edge {eid} ({self._names[src]!r} -> {self._names[dst]!r})")
+        if src == dst:
+            raise ValueError(f"{what}: a self loop makes a cycle; the graph must be a DAG")
+        return src, dst, what
 
     @staticmethod
     def _edge_from_array(costs: np.ndarray, ka: int, kb: int, what: str):
@@ -190,6 +227,65 @@ class CostGraph:
         off = np.zeros(ka * kb + 1, dtype=np.int64)
         np.cumsum(counts, out=off[1:])
         return np.ascontiguousarray(arr[:, 0]), np.ascontiguousarray(arr[:, 1]), off
+
+    # ---------------------------------------------------------------- files
+    def save(self, path: str) -> None:
+        """Writes the graph to ``path`` (a numpy ``.npz`` archive). Edges that share cost
+        arrays are written once and share them again after ``load``."""
+        tables: dict[int, int] = {}
+        flat: list[EdgeCosts] = []
+        index = np.empty(len(self._edges), dtype=np.int64)
+        for i, e in enumerate(self._edges):
+            index[i] = tables.setdefault(id(e.mem), len(flat))
+            if index[i] == len(flat):
+                flat.append(e)
+        node_off = np.cumsum([0] + [len(c) for c in self._nodes])
+        np.savez_compressed(
+            path, names=np.array(self._names, dtype=str),
+            node_costs=np.concatenate(self._nodes) if self._nodes else np.zeros((0, 2)),
+            node_off=node_off,
+            edge_ends=np.array([(e.src, e.dst) for e in self._edges],
+                               dtype=np.int64).reshape(-1, 2),
+            edge_table=index,
+            table_mem=_cat([e.mem for e in flat]), table_time=_cat([e.time for e in flat]),
+            table_off=_cat([e.off for e in flat], np.int64),
+            table_sizes=np.array([(len(e.mem), len(e.off)) for e in flat],
+                                 dtype=np.int64).reshape(-1, 2))
+
+    @classmethod
+    def load(cls, path: str) -> "CostGraph":
+        """Reads a graph written by ``save``.
+
+        Raises:
+            ValueError: the file is not such a graph, or its costs are not consistent.
+        """
+        try:
+            with np.load(path) as f:
+                data = {k: f[k] for k in f.files}
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{path}: not a cost graph written by CostGraph.save ({err})") \
+                from None
+        need = {"names", "node_costs", "node_off", "edge_ends", "edge_table", "table_mem",
+                "table_time", "table_off", "table_sizes"}
+        if not need <= set(data):
+            raise ValueError(f"{path}: missing arrays {sorted(need - set(data))}; write the "
+                             "file with CostGraph.save")
+        g = cls()
+        off = data["node_off"]
+        for name, s, e in zip(data["names"], off[:-1], off[1:]):
+            g.add_node(str(name), data["node_costs"][s:e])
+        shared = []
+        pm = po = 0
+        for npts, noff in data["table_sizes"]:
+            shared.append((data["table_mem"][pm:pm + npts], data["table_time"][pm:pm + npts],
+                           data["table_off"][po:po + noff]))
+            pm, po = pm + npts, po + noff
+        for (src, dst), t in zip(data["edge_ends"], data["edge_table"]):
+            try:
+                g.add_edge_flat(int(src), int(dst), *shared[t])
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}; the file is damaged") from None
+        return g
 
     # ---------------------------------------------------------------- reading
     @property

@@ -5,6 +5,7 @@ Usage::
     rng = np.random.default_rng(0)
     g = random_graph(rng, "series_parallel")       # small, for brute force
     g = model_graph("residual", n=400, k=256, seed=0)   # chain | residual | transformer
+    g = hard_graph("shortcut", n=400, k=128, seed=0)    # chain | shortcut
 
 Model-shaped costs: configuration k of an op of size s has a sharding degree d_k in
 [0, 1]; memory falls and time rises with d_k (so every op has a trade-off), and k has a
@@ -12,6 +13,10 @@ layout class ``k % L``. An edge is free when producer and consumer layouts match
 otherwise it costs a re-sharding time that depends on the pair of classes, with up to
 three alternatives (keep a saved copy: more memory, or drop it: negative memory and a
 recompute time), as the tensor-reuse choices of the cost model do.
+
+Hard graphs (``hard_graph``) have unstructured random costs instead: no layout classes,
+no repeated blocks, no ties, so nothing can be shared and frontiers are as rich as
+random points make them.
 """
 
 from __future__ import annotations
@@ -20,10 +25,12 @@ import numpy as np
 
 from frontier.graph import CostGraph
 
-__all__ = ["random_graph", "model_graph", "SMALL_SHAPES", "MODEL_SHAPES"]
+__all__ = ["random_graph", "model_graph", "hard_graph", "SMALL_SHAPES", "MODEL_SHAPES",
+           "HARD_SHAPES"]
 
 SMALL_SHAPES = ("chain", "series_parallel", "residual", "diamond", "multi", "mask", "dag")
 MODEL_SHAPES = ("chain", "residual", "transformer")
+HARD_SHAPES = ("chain", "shortcut")
 
 
 # ------------------------------------------------------------------ small random graphs
@@ -243,4 +250,47 @@ def model_graph(shape: str, n: int, k: int, seed: int = 0, layouts: int = 4,
             arr[:, :, 2, 0] = buf - np.where(same, 0, s // (2 * split[:, None]))
             arr[:, :, 2, 1] = t0 + np.where(same, 0, flops[pos[u]] // split[:, None])
         g.add_edge(u, v, arr)
+    return g
+
+
+# ------------------------------------------------------------------ hard random graphs
+def hard_graph(shape: str, n: int, k: int, seed: int = 0,
+               reuse_fraction: float = 0.05) -> CostGraph:
+    """An n-node graph with unstructured random costs, K configurations per node.
+
+    Shapes (``HARD_SHAPES``): "chain" (v -> v+1), and "shortcut": a chain plus an edge
+    v -> v+4 from every fourth node, as residual blocks of three ops. A node's
+    configuration costs (memory, time) uniform in [0, 1) GiB x [0, 1) ms, each on its own;
+    an edge's pair (k, p) costs uniform in [0, 0.5) GiB x [0, 0.5) ms, and a share
+    ``reuse_fraction`` of the pairs has a second, tensor-reuse alternative: more memory
+    (up to 0.5 GiB more), less time (1/4 to 1 times as much). These are the "hard"
+    graphs of issue 14: with random costs, frontiers grow large and nothing repeats.
+    """
+    if shape not in HARD_SHAPES:
+        raise ValueError(f"unknown hard shape {shape!r}; expected one of {HARD_SHAPES}")
+    if n < 1 or k < 1 or not 0 <= reuse_fraction <= 1:
+        raise ValueError(f"hard_graph needs n >= 1, k >= 1 and reuse_fraction in [0, 1]; "
+                         f"got n={n}, k={k}, reuse_fraction={reuse_fraction}")
+    rng = np.random.default_rng(seed)
+    gib, ms = float(2 ** 30), 1e-3
+    edges = [(v, v + 1) for v in range(n - 1)]
+    if shape == "shortcut":
+        edges += [(v, v + 4) for v in range(0, n - 4, 4)]
+    g = CostGraph()
+    for v in range(n):
+        g.add_node(f"op{v}", rng.random((k, 2)) * (gib, ms))
+    pairs = k * k
+    for u, v in sorted(edges):
+        base = rng.random((pairs, 2)) * (gib / 2, ms / 2)
+        two = rng.random(pairs) < reuse_fraction
+        counts = 1 + two
+        off = np.zeros(pairs + 1, dtype=np.int64)
+        np.cumsum(counts, out=off[1:])
+        mem = np.empty(off[-1])
+        time = np.empty(off[-1])
+        mem[off[:-1]], time[off[:-1]] = base[:, 0], base[:, 1]
+        second = off[:-1][two] + 1
+        mem[second] = base[two, 0] + rng.random(len(second)) * gib / 2
+        time[second] = base[two, 1] * rng.uniform(0.25, 1.0, len(second))
+        g.add_edge_flat(u, v, mem, time, off)
     return g

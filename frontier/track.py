@@ -5,11 +5,13 @@ Usage::
     res = track(g, method="ldp", threads=2)
     for i, (mem, time) in enumerate(res.points):     # mem ascending, time descending
         nodes, edges = res.choice(i)                 # node id -> config, edge id -> alt
-    res.stats["heuristic_eliminations"]              # 0 means the frontier is exact
+    res.stats.heuristic_eliminations                 # 0 means no configuration was fixed
+    res.stats.time_error_bound_s                     # 0.0 means nothing was thinned
 
 ``track`` is a thin wrapper: it validates the arguments, times the phases and unrolls;
-the work is done by ``_eliminate.Work`` (eliminations) and ``_ldp.finish`` (LDP or the
-final enumeration), which operate on numpy frontier tables.
+the work is done by ``_structure.reduce_graph`` (eliminations, ``_eliminate.Work``) and
+``_ldp.finish`` (LDP or the final enumeration), which operate on frontier tables with
+the compiled kernels of ``_kernels``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from frontier._eliminate import Work
+from frontier._eliminate import Options, Work
 from frontier._ldp import finish
 from frontier._store import Store
+from frontier._structure import reduce_graph
+from frontier._table import radius_max
 from frontier.graph import CostGraph
+from frontier.stats import Tally, TrackStats
 
 __all__ = ["track", "TrackResult", "check_search_options"]
 
@@ -36,24 +41,26 @@ class TrackResult:
 
     Attributes:
         points: ``[(memory, time), ...]``, memory ascending, time strictly descending.
-        stats: counts of ``node_eliminations``, ``edge_eliminations``,
-            ``branch_eliminations``, ``heuristic_eliminations`` (with
-            ``heuristic_choices``: ``[(node, config), ...]``), ``ldp_steps``,
-            ``enumerations``, ``backbone_fallbacks``; sizes (``max_cell_points``,
-            ``candidates``, ``blocks_total``, ``blocks_kept``, ``num_points``); and
-            ``seconds``: ``{"eliminate", "ldp", "unroll", "total"}``.
+        stats: a ``TrackStats``: options, elimination counts, sizes, the error bound and
+            seconds per phase.
+        node_configs: (len(points), num_nodes) int array, the configuration of every
+            node per point; edge_alternatives: (len(points), num_edges), the alternative
+            of every edge.
+        radii: the error radius of every point (seconds; zeros when nothing was thinned):
+            every exact point that point i stands for has at least its memory and at most
+            ``radii[i]`` seconds less time.
     """
 
     points: list[tuple[float, float]]
-    stats: dict[str, Any]
-    node_configs: np.ndarray = field(repr=False)   # (len(points), num_nodes)
-    edge_alternatives: np.ndarray = field(repr=False)  # (len(points), num_edges)
+    stats: TrackStats
+    node_configs: np.ndarray = field(repr=False)
+    edge_alternatives: np.ndarray = field(repr=False)
+    radii: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
 
     @property
     def exact(self) -> bool:
         """True when no heuristic elimination, no epsilon and no candidate cap thinned."""
-        return (not self.stats["heuristic_eliminations"] and self.stats["epsilon"] is None
-                and not self.stats["capped_products"])
+        return self.stats.exact
 
     def choice(self, i: int) -> tuple[dict[int, int], dict[int, int]]:
         """The strategy of point i: (node id -> configuration, edge id -> alternative).
@@ -110,15 +117,6 @@ def _time_lower_bound(graph: CostGraph) -> float:
     return lower + sum(float(graph.edge(e).time.min()) for e in range(graph.num_edges))
 
 
-def _time_quantum(graph: CostGraph, epsilon: Optional[float], lower: float) -> Optional[float]:
-    """The time bucket width that makes the result epsilon-approximate (see ``track``)."""
-    if epsilon is None or lower <= 0:
-        return None
-    # Every reduction consumes an edge, or a node along with an edge, except the final
-    # union and product per component: at most edges + 2 * nodes in all.
-    return epsilon * lower / (2 * graph.num_nodes + graph.num_edges)
-
-
 def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
           heuristic: Any = "min_memory", epsilon: Optional[float] = None,
           progress: Optional[Callable[[int, int], None]] = None,
@@ -132,33 +130,37 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         threads: worker threads for the frontier kernels (split over configurations).
         heuristic: the rule of heuristic elimination, used only when no exact
             elimination applies: ``"min_memory"``, ``"min_time"`` or ``("weighted", w)``
-            (see ``Work.choose_config``). When used, ``stats["heuristic_eliminations"]``
+            (see ``Work.choose_config``). When used, ``stats.heuristic_eliminations``
             is non-zero and the points may lie above the true frontier.
         epsilon: None (default) keeps the frontier exact. A float e in (0, 1) returns an
             e-approximate frontier instead, in far less time and memory on large graphs:
             for every exact frontier point q the result holds a point p with
             ``p.mem <= q.mem`` and ``p.time <= q.time + e * T`` <= ``(1 + e) q.time``,
-            where T (``stats["time_lower_bound"]``) is the sum of every node's and
-            edge's least time, which no strategy beats. Every reduction thins its
-            frontiers to one point (the least memory) per time bucket of width
-            ``e * T / R`` (``stats["time_quantum"]``), R = 2 * nodes + edges bounding
-            the reductions one point's derivation goes through; the bound actually
-            accumulated is ``stats["time_error_bound"]`` (<= e * T). Returned points
-            are real strategies: ``choice`` re-costs exactly. Assumes non-negative
-            times; when T is 0 nothing is thinned. Thinning keeps every cell's least
-            memory exact, but times only within the bound, so a heuristic elimination
-            that ranks by time may choose differently than without epsilon.
+            where T (``stats.time_lower_bound_s``) is a time no strategy beats. Every
+            point carries an error radius (``radii``); a reduction drops a point for a
+            kept one with no more memory only while the keeper's radius stays within e
+            times a lower bound on the time of the part of the graph the new table
+            stands for (``Store.lower``: the larger of its parts' bounds summed and its
+            own least ``time - radius``). Bounds of disjoint parts add up, so the final
+            table's is T, and T is at least the sum of every node's and edge's least
+            time. The bound reported, ``stats.time_error_bound_s``, is the largest
+            radius on the result (<= e * T). Returned points are real strategies: ``choice``
+            re-costs exactly. Assumes non-negative times; when T is 0 nothing is
+            thinned. Thinning keeps every cell's least memory exact, but times only
+            within the bound, so a heuristic elimination that ranks by time may choose
+            differently than without epsilon.
         progress: optional ``progress(done, total)``, called after each node removed
             by an elimination or an LDP step, and once at the end with done == total
             (total = number of nodes).
         max_candidates: None (default) for no cap. An int C bounds the work of every
             product instead of the error: when the product of an elimination would make
-            more than C candidate points, its inputs are first thinned by time buckets
-            just wide enough to bring it under C (``Work.capped``). This gives up
-            epsilon's a-priori guarantee; the bound actually reached is still rigorous
-            and is reported in ``stats["time_error_bound"]`` (with
-            ``stats["capped_products"]`` and ``stats["cap_quantum_max"]``). Use it when
-            a graph's frontiers are too rich to track in the time you have.
+            more than C candidate points, its inputs are first thinned (a point stays
+            only when it is some step faster than the last kept one) with the smallest
+            step that brings it under C (``Work.capped``). This gives up epsilon's
+            a-priori guarantee; the radii still hold, so the bound reported in
+            ``stats.time_error_bound_s`` is rigorous (with ``stats.capped_products``
+            and ``stats.cap_delta_max_s``). Use it, alone or with epsilon, when a
+            graph's frontiers are too rich to track in the time you have.
 
     Returns:
         A ``TrackResult``.
@@ -171,20 +173,17 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         raise ValueError("the graph has no nodes; add operators with add_node first")
     t0 = _time.perf_counter()
     order = graph.topological_order()
-    stats: dict[str, Any] = {k: 0 for k in (
-        "node_eliminations", "edge_eliminations", "branch_eliminations",
-        "heuristic_eliminations", "ldp_steps", "enumerations", "backbone_fallbacks",
-        "max_cell_points", "candidates", "blocks_total", "blocks_kept", "capped_products")}
     lower = _time_lower_bound(graph)
-    quantum = _time_quantum(graph, epsilon, lower)
-    stats.update(method=method, threads=int(threads), epsilon=epsilon,
-                 heuristic=heuristic, heuristic_choices=[], num_nodes=graph.num_nodes,
-                 num_edges=graph.num_edges, time_lower_bound=lower, time_quantum=quantum,
-                 max_candidates=max_candidates, cap_quantum_max=0.0)
+    tally = Tally()
     store = Store(graph.num_nodes, graph.num_edges)
-    work = Work(graph, order, store, stats, threads=int(threads), quantum=quantum,
-                progress=progress, max_candidates=max_candidates, time_scale=lower)
-    work.reduce_graph(method, heuristic)
+    if lower <= 0:
+        epsilon_used, cap_used = None, None
+    else:
+        epsilon_used, cap_used = epsilon, max_candidates
+    work = Work(graph, order, store, tally,
+                Options(threads=int(threads), epsilon=epsilon_used, max_candidates=cap_used,
+                        time_scale_s=lower, progress=progress))
+    reduce_graph(work, method, heuristic)
     t1 = _time.perf_counter()
     final = finish(work, method)
     if progress is not None:
@@ -194,9 +193,14 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     cfg, alt = store.unroll(final, np.arange(table.npoints))
     assert np.all(cfg >= 0) and np.all(alt >= 0), "unroll did not reach every node/edge"
     t3 = _time.perf_counter()
-    stats["num_points"] = int(table.npoints)
-    stats["time_error_bound"] = store.time_error[final]
-    stats["seconds"] = {"eliminate": t1 - t0, "ldp": t2 - t1, "unroll": t3 - t2,
-                        "total": t3 - t0}
+    stats = TrackStats.from_tally(
+        tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
+        max_candidates=max_candidates, num_nodes=graph.num_nodes, num_edges=graph.num_edges,
+        time_lower_bound_s=max(lower, store.lower[final]),
+        time_error_bound_s=radius_max(table),
+        summed_bound_s=store.summed[final], num_points=int(table.npoints),
+        stored_pointer_bytes=store.bytes, peak_pointer_bytes=store.peak_bytes,
+        eliminate_s=t1 - t0, ldp_s=t2 - t1,
+        unroll_s=t3 - t2, total_s=t3 - t0)
     points = [(float(m), float(t)) for m, t in zip(table.mem, table.time)]
-    return TrackResult(points, stats, cfg, alt)
+    return TrackResult(points, stats, cfg, alt, table.radii().copy())

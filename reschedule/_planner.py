@@ -45,7 +45,8 @@ from ._cost import DEFAULT_COST, CostFn
 from ._layout import Layout
 from ._steps import Step
 
-__all__ = ["Conversion", "StepCost", "NoConversionError", "plan_conversion", "enumerate_layouts"]
+__all__ = ["Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time",
+           "enumerate_layouts"]
 
 
 class NoConversionError(ValueError):
@@ -189,8 +190,8 @@ def _checked(src, dst, shape, itemsize, cost_fn, who: str):
     if not isinstance(src, Layout) or not isinstance(dst, Layout):
         raise ValueError(f"{who} needs two Layout values, got {src!r} and {dst!r}; "
                          f"build them with Layout(...) or Layout.parse('[4] S0,R').")
-    shape_t = src.check_shape(shape)
-    dst.check_shape(shape_t)
+    shape_t = _checked_shape(src, tuple(shape))
+    _checked_shape(dst, shape_t)
     if src.num_ranks != dst.num_ranks:
         raise ValueError(
             f"cannot convert {src} to {dst} for shape {shape_t}: the ranks don't match, the "
@@ -199,6 +200,13 @@ def _checked(src, dst, shape, itemsize, cost_fn, who: str):
     if not isinstance(itemsize, numbers.Integral) or itemsize < 1:
         raise ValueError(f"itemsize={itemsize!r}: give the bytes per element as an int >= 1.")
     return shape_t, (DEFAULT_COST if cost_fn is None else cost_fn)
+
+
+@functools.lru_cache(maxsize=65536)
+def _checked_shape(layout: Layout, shape: tuple) -> tuple[int, ...]:
+    """``layout.check_shape(shape)``, once per (layout, shape): cost tables ask again and
+    again (a shape that fails raises each time, as nothing is cached for it)."""
+    return layout.check_shape(shape)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -48,6 +48,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
 from ._layout import Layout, mesh_coords
 from ._step_data import step_from_dict
 
@@ -373,21 +375,22 @@ def rank_boxes(layout: Layout, shape: tuple[int, ...]) -> tuple[tuple[tuple[int,
     return tuple(out)
 
 
-def _overlap(b1: Sequence[tuple[int, int]], b2: Sequence[tuple[int, int]]) -> int:
-    vol = 1
-    for (lo1, hi1), (lo2, hi2) in zip(b1, b2):
-        ext = min(hi1, hi2) - max(lo1, lo2)
-        if ext <= 0:
-            return 0
-        vol *= ext
-    return vol
+@functools.lru_cache(maxsize=4096)
+def _box_array(layout: Layout, shape: tuple[int, ...]) -> np.ndarray:
+    """``rank_boxes`` as an int64 array [rank, dim, (lo, hi)] (shape (ranks, 0, 2) for a scalar)."""
+    boxes = np.array(rank_boxes(layout, shape), dtype=np.int64).reshape(layout.num_ranks, len(shape), 2)
+    boxes.flags.writeable = False
+    return boxes
 
 
 @functools.lru_cache(maxsize=65536)
 def alltoallv_recv_elements(src: Layout, dst: Layout, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Per rank, elements of its ``dst`` block that it does not hold under ``src``."""
-    sb, db = rank_boxes(src, shape), rank_boxes(dst, shape)
-    return tuple(math.prod(h - l for l, h in d) - _overlap(s, d) for s, d in zip(sb, db))
+    sb, db = _box_array(src, shape), _box_array(dst, shape)
+    extent = np.minimum(sb[:, :, 1], db[:, :, 1]) - np.maximum(sb[:, :, 0], db[:, :, 0])
+    held = np.prod(np.maximum(extent, 0), axis=1)
+    wanted = np.prod(db[:, :, 1] - db[:, :, 0], axis=1)
+    return tuple((wanted - held).tolist())
 
 
 @functools.lru_cache(maxsize=1024)

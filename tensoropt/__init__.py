@@ -22,6 +22,7 @@ plan beside the chosen plan), the same on every rank.
 """
 
 from tensoropt import contrib, nn, ops, train
+from tensoropt._version import __version__
 from tensoropt.dtypes import DType, as_dtype, float32, int32
 from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
                              get_default_graph, name_scope, reset_default_graph, variable_scope)
@@ -39,8 +40,6 @@ from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
 from tensoropt.runtime import (World, build_execution_graph, find_strategy, init, run, search_strategy,
                                set_random_seed)
-
-__version__ = "0.1.0"
 
 __all__ = [
     # modules

@@ -2,6 +2,6 @@
 
 import sys
 
-from tensoropt.cli import main
+from tensoropt.cli.main import main
 
 sys.exit(main())

@@ -14,7 +14,7 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["import_tensorflow", "MMAP_THRESHOLD_BYTES"]
+__all__ = ["import_tensorflow", "quiet_environment", "MMAP_THRESHOLD_BYTES", "QUIET_ENV"]
 
 MMAP_THRESHOLD_BYTES = 4 << 20
 _M_MMAP_THRESHOLD = -3   # glibc's mallopt parameter number
@@ -35,9 +35,29 @@ def _tune_malloc() -> None:
         pass
 
 
+# Set before TensorFlow loads. TF 2.21 prints its oneDNN notice and absl's pre-init
+# warnings whatever TF_CPP_MIN_LOG_LEVEL says; these keep a job's output its own.
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0", "GLOG_minloglevel": "2",
+             "ABSL_MIN_LOG_LEVEL": "2"}
+
+
+def quiet_environment() -> None:
+    """Sets :data:`QUIET_ENV` where the user has not set the variable."""
+    for name, value in QUIET_ENV.items():
+        os.environ.setdefault(name, value)
+
+
 def import_tensorflow():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    """TensorFlow, imported quietly (see :data:`QUIET_ENV`) with malloc tuned."""
+    quiet_environment()
     _tune_malloc()
-    import tensorflow as tf  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415 - TensorFlow loads only when a job runs
+
+    try:
+        from absl import logging as absl_logging  # noqa: PLC0415 - comes with TensorFlow
+
+        absl_logging.set_verbosity(absl_logging.ERROR)
+    except ImportError:
+        pass
 
     return tf

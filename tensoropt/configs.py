@@ -40,9 +40,10 @@ from typing import Iterable, Sequence
 
 from reschedule import Layout
 
-from tensoropt import process_sets
+from tensoropt.cluster.mesh import device_meshes
+from tensoropt.plan import OpConfig
 
-__all__ = ["Config", "device_meshes", "enumerate_configs", "input_layout", "output_layout",
+__all__ = ["Config", "enumerate_configs", "input_layout", "output_layout",
            "tensor_layout", "local_dim_sizes", "config_of", "op_config", "gradient_tensors",
            "gradient_inputs", "OpCollective", "op_collectives", "saved_bytes"]
 
@@ -75,15 +76,6 @@ class Config:
         mesh = "[" + ",".join(map(str, self.mesh)) + "]"
         split = ",".join(f"{d}:{a}" for a, d in enumerate(self.axis_dims) if d is not None)
         return f"{mesh} {split or 'replicated'}"
-
-
-@lru_cache(maxsize=None)
-def device_meshes(num_devices: int, max_axes: int = 3) -> tuple[tuple[int, ...], ...]:
-    """Every ordered factorization of ``num_devices`` into 1..max_axes factors > 1, fewest
-    axes first; one device has the single mesh ``(1,)`` (a layout needs one axis)."""
-    if num_devices == 1:
-        return ((1,),)
-    return tuple(sorted(process_sets.device_meshes(num_devices, max_axes), key=lambda m: (len(m), m)))
 
 
 def local_dim_sizes(space, config: Config) -> dict[str, int]:
@@ -157,8 +149,6 @@ def output_layout(op, config: Config, index: int) -> Layout:
 
 def op_config(config: Config):
     """The Plan form (``tensoropt.plan.OpConfig``) of a configuration."""
-    from tensoropt.plan import OpConfig
-
     return OpConfig(config.mesh, tuple((d, a) for a, d in enumerate(config.axis_dims) if d is not None))
 
 
@@ -217,7 +207,7 @@ class OpCollective:
             with a ``tag`` the hidden ones read ``hidden/{t}{tag}``.
         phase: "forward" or "backward".
         mesh_axis: the mesh axis whose groups run it.
-        nbytes: bytes per rank, as ``tensoropt.collectives`` counts them (allreduce: the
+        nbytes: bytes per rank, as ``tensoropt.costs.collective_times`` counts them (allreduce: the
             buffer reduced; allgather: the gathered buffer).
         input: the input a partial input gradient belongs to, else None.
         output: the output a partial output belongs to, else None.

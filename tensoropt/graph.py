@@ -103,46 +103,8 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<tensoropt.Tensor '{self.name}' shape={tuple(self.shape)} dtype={self.dtype.name}>"
 
-    # Python operators, as on tf.Tensor. Imported lazily: math_ops imports this module.
-    def __add__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.add(self, other)
-
-    def __radd__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.add(other, self)
-
-    def __sub__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.subtract(self, other)
-
-    def __rsub__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.subtract(other, self)
-
-    def __mul__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.multiply(self, other)
-
-    def __rmul__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.multiply(other, self)
-
-    def __truediv__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.divide(self, other)
-
-    def __rtruediv__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.divide(other, self)
-
-    def __neg__(self):
-        from tensoropt.ops import math_ops
-        return math_ops.negative(self)
-
-    def __matmul__(self, other):
-        from tensoropt.ops import math_ops
-        return math_ops.matmul(self, other)
+    # Python operators (+ - * / @, unary -), as on tf.Tensor, are installed by
+    # tensoropt.ops.math_ops, which imports this module.
 
     def __hash__(self) -> int:
         return id(self)
@@ -204,7 +166,9 @@ class Operation:
 
     @property
     def op_def(self):
-        from tensoropt.ops.registry import get_op_def
+        # Lazy: importing tensoropt.ops.registry runs tensoropt/ops/__init__, whose op
+        # modules import this module (it is not heavy; it is the package's import order).
+        from tensoropt.ops.registry import get_op_def  # noqa: PLC0415
         return get_op_def(self.kind)
 
     def __repr__(self) -> str:
@@ -299,7 +263,7 @@ class Graph:
             ValueError: for an unknown kind, inputs from another graph, or inputs the op
                 definition rejects (the message names the op and the shapes seen).
         """
-        from tensoropt.ops.registry import get_op_def
+        from tensoropt.ops.registry import get_op_def  # noqa: PLC0415 - see Operation.op_def
 
         op_def = get_op_def(kind)
         for t in inputs:

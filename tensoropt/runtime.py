@@ -33,15 +33,22 @@ from typing import Any
 import numpy as np
 
 from tensoropt._tf import import_tensorflow
+from tensoropt.cluster import get_cluster, presets
+from tensoropt.execution import PlanSharding, guards
+from tensoropt.execution.guards import StepWatch, check_agreement, check_cache_capacity, horovod_settings
+from tensoropt.execution.process_sets import register_process_sets
+from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule
+from tensoropt.search import strategy
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import OPTIONS, SearchSettings
+from tensoropt.search.summary import SearchSummary
+from tensoropt.simulator.attach import frontier_observer, simulate_mode
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
-from tensoropt.lowering import Lowered, lower_graph
+from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
 
 __all__ = ["World", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
            "run", "set_random_seed", "OPTIONS", "mpirun_command"]
-
-OPTIONS = ("mini_time", "mini_parallelism", "profiling")
-
 
 @dataclass(frozen=True)
 class World:
@@ -87,16 +94,12 @@ def init() -> World:
         return _runtime.world
     from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when asked for
 
-    from tensoropt.execution.guards import StepWatch, horovod_settings  # noqa: PLC0415
-
     comm = MPI.COMM_WORLD
     hostnames = tuple(comm.allgather(socket.gethostname()))
     # read by hvd.init: the stall limit (TENSOROPT_COLLECTIVE_TIMEOUT_S) and the cache size
     os.environ.update(horovod_settings(os.environ))
     import_tensorflow()
-    import horovod.tensorflow as hvd  # noqa: PLC0415
-
-    from tensoropt.process_sets import register_process_sets  # noqa: PLC0415
+    import horovod.tensorflow as hvd  # noqa: PLC0415 - horovod loads TensorFlow
 
     _runtime.process_sets = register_process_sets(hvd, comm)
     _runtime.comm = comm.Dup()  # TensorOpt's own messages never mix with the user's
@@ -131,9 +134,9 @@ def mpirun_command(n: int) -> str:
 
 
 def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
-                  parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
+                  parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                  max_candidates: int | None = None, threads: int = 1):
+                  max_candidates: int | None = None, threads: int = 1, simulate=False):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -155,30 +158,35 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             whose exact search would take hours (the paper Transformer on 16 devices).
             It bounds work, not error: ``plan.notes`` gives the error bound reached.
         threads: Frontier-Tracking threads on rank 0.
+        simulate: False (default), "auto", "all" or "chosen": rank 0 also runs the
+            simulator's check of the chosen device count's frontier (see
+            ``tensoropt.simulator.attach``), attached to ``search_strategy(...)``'s result
+            as ``simulator_check``; it warns, with both numbers, when the chosen plan's
+            simulated peak exceeds the memory limit. Not for "profiling".
 
     Returns:
         The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
-        a list of ``tensoropt.summary.ProfileRow``, one per device count. It is
+        a list of ``tensoropt.search.summary.ProfileRow``, one per device count. It is
         ``search_strategy(...).chosen`` (or ``.profile``): the frontier and the
         data-parallel plan are in ``search_strategy``'s result. Under mpirun, rank 0
         searches and every rank receives the same result.
 
     Raises:
         ValueError: for an unknown option or an empty graph (on every rank).
-        tensoropt.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
-            gives the least memory any plan needs and the smallest device count that
-            would fit.
+        tensoropt.search.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
+            gives the least memory any plan needs on the device counts searched.
     """
-    summary = search_strategy(option, memory_limit, parallelism, parallelisms, cost_model, cluster,
-                              graph, epsilon, max_candidates, threads)
+    summary = search_strategy(option, memory_limit, parallelism, parallelisms=parallelisms,
+                              cost_model=cost_model, cluster=cluster, graph=graph, epsilon=epsilon,
+                              max_candidates=max_candidates, threads=threads, simulate=simulate)
     return summary.profile if option == "profiling" else summary.chosen
 
 
 def search_strategy(option: str = "mini_time", memory_limit: float | None = None,
-                    parallelism: int | None = None, parallelisms=None, cost_model: str = "analytical",
+                    parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
-                    max_candidates: int | None = None, threads: int = 1):
-    """``find_strategy``'s search, whole: a ``tensoropt.summary.SearchSummary`` with the
+                    max_candidates: int | None = None, threads: int = 1, simulate=False):
+    """``find_strategy``'s search, whole: a ``tensoropt.search.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
     row per device count (``.profile``). Arguments as ``find_strategy``.
@@ -194,11 +202,10 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     """
     if option not in OPTIONS:
         raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
-    from tensoropt.search import SearchOptions  # noqa: PLC0415 - search code loads only when searching
-    from tensoropt.summary import SearchSummary  # noqa: PLC0415
 
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
+        simulate = simulate_mode(simulate)
     except ValueError as e:
         raise ValueError(f"find_strategy: {e}") from None
     graph = graph or get_default_graph()
@@ -208,8 +215,9 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     outcome = None
     if w.rank == 0:
         try:
-            outcome = ("summary", _search(option, graph, memory_limit, parallelism, parallelisms,
-                                          cost_model, cluster, search).to_bytes())
+            settings = _settings(option, memory_limit, parallelism, parallelisms, cost_model, cluster, search)
+            outcome = ("summary", strategy.search_summary(graph, settings,
+                                                          observe=frontier_observer(simulate)).to_bytes())
         except Exception as e:  # noqa: BLE001 - every rank raises what rank 0 raised
             if _runtime.comm is None or w.size == 1:
                 raise
@@ -232,25 +240,21 @@ def _sendable(error: Exception) -> Exception:
         return RuntimeError(f"find_strategy failed on rank 0: {type(error).__name__}: {error}")
 
 
-def _search(option, graph, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
-    from tensoropt import strategy  # noqa: PLC0415 - search code loads only when searching
-
-    from tensoropt.cluster import get_cluster  # noqa: PLC0415
-
-    cluster = get_cluster(cluster) if cluster is not None else local_cluster()
+def _settings(option, memory_limit, parallelism, parallelisms, cost_model, cluster, search):
+    """The search's settings, the cluster resolved here once (``local`` by default)."""
+    resolved = local_cluster() if cluster is None else get_cluster(cluster)
     if option == "mini_time":  # at the job's parallelism unless told otherwise
         parallelism = parallelism or world().size
-    return strategy.search_summary(graph, cluster, option, memory_limit, parallelism, parallelisms,
-                                   cost_model, search)
+    return SearchSettings(cluster=resolved, option=option, memory_limit_bytes=memory_limit,
+                          parallelism=parallelism, parallelisms=parallelisms, cost_model=cost_model,
+                          search=search)
 
 
 def local_cluster():
     """This job's cluster: measured by ``tensoropt calibrate`` if a profile exists, else
     this machine's shape with nominal CPU numbers (and a note saying so)."""
-    from tensoropt import cluster  # noqa: PLC0415
-
     w = world()
-    return cluster.local_cluster(machines=w.machines, devices_per_machine=w.devices_per_machine)
+    return presets.local_cluster(machines=w.machines, devices_per_machine=w.devices_per_machine)
 
 
 def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
@@ -274,7 +278,6 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size
-    from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule  # noqa: PLC0415
 
     problem = schedule = None
     try:
@@ -286,8 +289,6 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     except ValueError as e:
         problem = f"build_execution_graph: {e}"
     if size > 1:   # every rank raises alike: a rank that raised alone would leave the others waiting
-        from tensoropt.execution.guards import check_agreement, check_cache_capacity  # noqa: PLC0415
-
         check_agreement(_runtime.comm, graph, plan, schedule, problem)
         check_cache_capacity(len(schedule))
     elif problem:
@@ -300,7 +301,6 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     if size > 1:
         import horovod.tensorflow as hvd  # noqa: PLC0415
 
-        from tensoropt.execution import PlanSharding  # noqa: PLC0415
 
         sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets, schedule)
     lowered = lower_graph(graph, tf, sharding)
@@ -351,7 +351,6 @@ def _abort_if_stalled(error: BaseException, watch) -> None:
     TENSOROPT_COLLECTIVE_TIMEOUT_S, or another rank failed) ends the whole MPI job with a
     message naming the collective and the ranks that never started the step: the ranks
     still waiting, or still running, would otherwise hang."""
-    from tensoropt.execution import guards  # noqa: PLC0415
 
     if not guards.is_collective_failure(error):
         return

@@ -10,6 +10,7 @@
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
     python -m tensoropt.bench compare [--models paper_vgg16] [--devices 16] [--budget-s 10]
+    python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer] [--devices 16,32,64]
 """
 
 import sys
@@ -18,7 +19,8 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "accuracy": "tensoropt.bench.accuracy", "approximation": "tensoropt.bench.approximation",
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
-           "simulator": "tensoropt.simulator.bench", "compare": "tensoropt.baselines.bench"}
+           "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase",
+           "compare": "tensoropt.search.baselines.bench"}
 
 
 def main(argv: list[str]) -> int:

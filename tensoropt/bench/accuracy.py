@@ -27,8 +27,8 @@ import numpy as np
 import tensoropt as to
 from tensoropt import models
 from tensoropt._tf import import_tensorflow
-from tensoropt.search import sample_plan, sampling_space
-from tensoropt.strategy import make_cost_model
+from tensoropt.search.driver import sample_plan, sampling_space
+from tensoropt.search.strategy import make_cost_model
 
 
 def _measure(spec, plan, feed, comm, steps: int) -> tuple[float, float, float]:

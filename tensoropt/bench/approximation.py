@@ -22,8 +22,8 @@ import tensoropt as to
 from frontier import track
 from tensoropt import models
 from tensoropt.cluster import get_cluster
-from tensoropt.search import cost_graph
-from tensoropt.strategy import make_cost_model
+from tensoropt.search.driver import cost_graph
+from tensoropt.search.strategy import make_cost_model
 
 
 def actual_errors(exact: list[tuple[float, float]], approx: list[tuple[float, float]]):
@@ -38,7 +38,7 @@ def actual_errors(exact: list[tuple[float, float]], approx: list[tuple[float, fl
 
 def _line(name: str, seconds: float, result, exact) -> bool:
     s = result.stats
-    bound, lower = s["time_error_bound"], s["time_lower_bound"]
+    bound, lower = s.time_error_bound_s, s.time_lower_bound_s
     err = actual_errors(exact.points, result.points)
     rel = err / np.array([t for _, t in exact.points])
     ok = bool(np.all(err <= bound + 1e-9 * lower))
@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     exact = track(cg)
     seconds = time.perf_counter() - start
     print(f"  {'exact':<24} {seconds:8.1f} s {len(exact.points):6d} plans   T = "
-          f"{exact.stats['time_lower_bound']:.4g} s", flush=True)
+          f"{exact.stats.time_lower_bound_s:.4g} s", flush=True)
     ok = True
     runs = [("epsilon", float(e)) for e in filter(None, args.epsilon.split(","))]
     runs += [("max_candidates", int(float(c))) for c in filter(None, args.max_candidates.split(","))]

@@ -26,11 +26,12 @@ import time
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.cli import progress_bar
+from tensoropt.cli.progress import progress_bar
 from tensoropt.cluster import get_cluster
-from tensoropt.report import approximation_line, turning_point
-from tensoropt.search import SearchOptions
-from tensoropt.strategy import SAFETY_MARGIN, fastest_fitting, frontier_for
+from tensoropt.cli.report import turning_point
+from tensoropt.search.approximation import approximation_line
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import SAFETY_MARGIN, fastest_fitting, frontier_for
 
 GIB = 2.0 ** 30
 
@@ -44,8 +45,7 @@ def _frontier(model: str, devices: int, search: SearchOptions):
     to.reset_default_graph()
     models.build(model, size="paper")
     start = time.perf_counter()
-    bar, update = progress_bar(f"{model} on {devices} devices")
-    with bar:
+    with progress_bar(f"{model} on {devices} devices") as update:
         result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
                               progress=update, search=search)
     return result, time.perf_counter() - start
@@ -69,7 +69,7 @@ def report(model: str, devices: int, search: SearchOptions) -> bool:
     print(f"  data parallel: {dp.memory_bytes / GIB:.2f} GiB, {dp.time_s:.4f} s "
           f"(network {dp.network_s:.4f} s, compute {dp.compute_s:.4f} s)")
     print(f"  {approximation_line(s['frontier'])}")
-    print(f"  largest frontier cell {s['frontier']['max_cell_points']} points; "
+    print(f"  largest frontier cell {s['frontier'].max_cell_points} points; "
           f"peak memory of this process so far {_peak_rss_gib():.1f} GiB", flush=True)
     mems = [m for m, _ in plans.points]
     times = [t for _, t in plans.points]

@@ -1,9 +1,9 @@
 """Which plans the parity fuzz runs for one model on one device count.
 
-- Frontier points: both ends, the turning point (``tensoropt.report.turning_point``) and
+- Frontier points: both ends, the turning point (``tensoropt.cli.report.turning_point``) and
   evenly spaced points, up to ``frontier_cap``.
 - The data-parallel plan.
-- Sampled plans (``tensoropt.search.sample_plan``) from a pool of candidates, chosen
+- Sampled plans (``tensoropt.search.driver.sample_plan``) from a pool of candidates, chosen
   greedily for what they add: re-scheduling step kinds (``reschedule.STEP_KINDS``, in
   forward, backward and rebuild conversions), tensor-reuse choices, and meshes not yet in
   the model's plans.
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.plan import Plan
-from tensoropt.report import turning_point
-from tensoropt.search import sample_plan, search_frontier
+from tensoropt.cli.report import turning_point
+from tensoropt.search.driver import sample_plan, search_frontier
 
 __all__ = ["AlphaBeta", "ChosenPlan", "choose_plans", "plan_features", "REUSE_CHOICES"]
 

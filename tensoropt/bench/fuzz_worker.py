@@ -31,7 +31,7 @@ import tensoropt as to
 from tensoropt._tf import import_tensorflow
 from tensoropt.bench.fuzz_plans import choose_plans
 from tensoropt.execution.accounting import expected_collectives
-from tensoropt.lowering import lower_graph
+from tensoropt.execution.lowering import lower_graph
 from tensoropt.models.generated import generate_model
 from tensoropt.plan import Plan
 

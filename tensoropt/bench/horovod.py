@@ -24,7 +24,7 @@ import numpy as np
 import tensoropt as to
 from tensoropt import models
 from tensoropt._tf import import_tensorflow
-from tensoropt.lowering import lower_graph
+from tensoropt.execution.lowering import lower_graph
 from tensoropt.plan import Plan
 
 

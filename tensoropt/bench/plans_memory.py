@@ -18,8 +18,8 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.search import sample_plan, sampling_space
-from tensoropt.strategy import make_cost_model
+from tensoropt.search.driver import sample_plan, sampling_space
+from tensoropt.search.strategy import make_cost_model
 
 __all__ = ["main", "resident_mib"]
 

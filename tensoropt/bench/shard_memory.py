@@ -26,9 +26,9 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt.bench.fuzz_plans import AlphaBeta
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.plan import Plan
-from tensoropt.search import search_frontier
+from tensoropt.search.driver import search_frontier
 
 __all__ = ["main", "status_bytes"]
 

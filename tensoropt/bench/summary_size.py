@@ -17,9 +17,9 @@ import time
 import tensoropt as to
 from tensoropt import models
 from tensoropt.cluster import get_cluster
-from tensoropt.search import SearchOptions
-from tensoropt.strategy import choose_plan
-from tensoropt.summary import SearchSummary
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import SearchSettings, choose_plan
+from tensoropt.search.summary import SearchSummary
 
 __all__ = ["main"]
 
@@ -36,8 +36,9 @@ def main(argv=None) -> int:
     graph = to.get_default_graph()
     cluster = get_cluster("paper-v100x16", devices=args.devices)
     start = time.perf_counter()
-    summary = choose_plan(graph, cluster, "mini_time", parallelism=args.devices,
-                          search=SearchOptions(epsilon=args.epsilon or None))
+    settings = SearchSettings(cluster=cluster, option="mini_time", parallelism=args.devices,
+                              search=SearchOptions(epsilon=args.epsilon or None))
+    summary = choose_plan(graph, settings)
     searched = time.perf_counter()
     data = summary.to_bytes()
     encoded = time.perf_counter()

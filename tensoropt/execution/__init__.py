@@ -11,12 +11,12 @@
 Usage::
 
     sharding = PlanSharding(graph, plan, rank, hvd, process_sets)
-    lowered = tensoropt.lowering.lower_graph(graph, tf, sharding)
+    lowered = tensoropt.execution.lowering.lower_graph(graph, tf, sharding)
     collective_schedule(graph, plan)      # [CollectiveCall, ...] in issue order
 """
 
 from tensoropt.execution.builder import PlanSharding
-from tensoropt.execution.collectives import CollectiveOps, ScheduleMismatchError
+from tensoropt.execution.horovod_comm import CollectiveOps, ScheduleMismatchError
 from tensoropt.execution.schedule import (CollectiveCall, check_plan_for_graph, collective_schedule)
 
 __all__ = ["PlanSharding", "CollectiveOps", "ScheduleMismatchError", "CollectiveCall",

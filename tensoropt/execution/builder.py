@@ -1,7 +1,7 @@
 """One process's share of a plan: local shapes, layout conversions, the ops' own
 collectives, and sharded variables.
 
-``PlanSharding`` is the ``sharding`` that ``tensoropt.lowering.lower_graph`` takes. For
+``PlanSharding`` is the ``sharding`` that ``tensoropt.execution.lowering.lower_graph`` takes. For
 each op it gives the local shapes of its configuration, converts each input from the
 producer's layout to the layout the op needs (the plan's re-scheduling steps, one fused
 operator with an explicit gradient), all-reduces the input gradients that the op's split
@@ -26,7 +26,7 @@ from reschedule import Layout, mesh_coords
 
 from tensoropt.configs import (Config, config_of, gradient_inputs, gradient_tensors, local_dim_sizes,
                                op_collectives, output_layout)
-from tensoropt.execution.collectives import CollectiveOps
+from tensoropt.execution.horovod_comm import CollectiveOps
 from tensoropt.execution.gradients import custom_gradient
 from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule, edges_by_input
 from tensoropt.ops.registry import LoweringContext

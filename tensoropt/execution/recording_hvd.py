@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensoropt.process_sets import process_sets_for_init
+from tensoropt.execution.process_sets import process_sets_for_init
 
 __all__ = ["RecordingHorovod", "ProcessSet", "issue_order"]
 

@@ -51,7 +51,7 @@ from tensoropt.configs import (config_of, gradient_inputs, gradient_tensors, inp
                                op_collectives, output_layout)
 
 __all__ = ["CollectiveCall", "PHASES", "collective_schedule", "collective_name",
-           "check_plan_for_graph", "edges_by_input"]
+           "check_plan_for_graph", "edges_by_input", "step_calls", "own_calls"]
 
 PHASES = ("forward", "backward", "rebuild")
 _ISSUED_AS = {"slice": None, "reducescatter": "allreduce"}
@@ -67,7 +67,7 @@ class CollectiveCall:
         name: the horovod tensor name the builder gives it.
         mesh: the device mesh it runs on.
         axis: the mesh axis whose groups run it (None: all ranks, for alltoallv).
-        nbytes: bytes per rank, as ``tensoropt.collectives`` counts them (allreduce: the
+        nbytes: bytes per rank, as ``tensoropt.costs.collective_times`` counts them (allreduce: the
             buffer reduced; allgather: the gathered buffer; alltoall: the buffer each rank
             holds; alltoallv: the most bytes any rank receives).
         phase: "forward", "backward" or "rebuild".
@@ -126,6 +126,12 @@ def _step_calls(steps, where: str, tensor, phase: str) -> list[CollectiveCall]:
 def _own_calls(op, config, items, phase_of=None) -> list[CollectiveCall]:
     return [CollectiveCall(c.kind, collective_name(c.kind, f"{op.name}/{c.where}"), config.mesh,
                            c.mesh_axis, int(c.nbytes), phase_of or c.phase) for c in items]
+
+
+#: The rules ``collective_schedule`` names and sizes calls by, for the simulator, which
+#: lays the same calls out op by op (``tensoropt.simulator.plan_tasks``).
+step_calls = _step_calls
+own_calls = _own_calls
 
 
 def edges_by_input(plan) -> dict:

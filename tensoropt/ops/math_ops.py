@@ -343,3 +343,20 @@ def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
     x = _as_tensor("reduce_mean", input_tensor)
     return get_default_graph().create_op("reduce_mean", [x], {"axis": axis, "keepdims": bool(keepdims)},
                                          name=name).outputs[0]
+
+
+def _install_tensor_operators() -> None:
+    """Gives ``Tensor`` the Python operators of ``tf.Tensor``: + - * / @ and unary -."""
+    Tensor.__add__ = lambda self, other: add(self, other)
+    Tensor.__radd__ = lambda self, other: add(other, self)
+    Tensor.__sub__ = lambda self, other: subtract(self, other)
+    Tensor.__rsub__ = lambda self, other: subtract(other, self)
+    Tensor.__mul__ = lambda self, other: multiply(self, other)
+    Tensor.__rmul__ = lambda self, other: multiply(other, self)
+    Tensor.__truediv__ = lambda self, other: divide(self, other)
+    Tensor.__rtruediv__ = lambda self, other: divide(other, self)
+    Tensor.__neg__ = lambda self: negative(self)
+    Tensor.__matmul__ = lambda self, other: matmul(self, other)
+
+
+_install_tensor_operators()

@@ -16,6 +16,11 @@ Usage::
     result.makespan_s, result.exposed_network_s, result.peak_memory_bytes
     chrome_trace(result, "step.json")
 
+    # Plans: a saved plan, or a whole frontier checked in Frontier-Tracking's order.
+    result = simulate_plan(graph, plan, cluster, "analytical", SimOptions())
+    check = check_frontier(search_result, cluster, memory_limit=limit)
+    check.kendall_tau_time, check.dominated, check.regret, check.to_dict()
+
     # Many related graphs (e.g. the plans of a frontier): versioned fragments + delta.
     sim = DeltaSimulator(keys, build, resources)       # build(key, version) -> Fragment
     timeline = sim.simulate(choice_vector)
@@ -23,7 +28,11 @@ Usage::
 Modules: ``graph`` (TaskGraph, Fragment), ``engine`` (the event loop, Timeline),
 ``delta`` (DeltaSimulator), ``memory`` (liveness), ``result`` (SimResult, critical
 path), ``trace`` (Chrome trace), ``order_stats`` (Kendall tau-b, inversions,
-dominance), ``synthetic`` (generated graphs), ``bench`` (full vs delta).
+dominance), ``synthetic`` (generated graphs), ``bench`` (full vs delta);
+``plan_options`` (SimOptions), ``plan_tasks`` (a plan's fragments: tasks, order,
+buffers), ``plan_sim`` (PlanSimulator, simulate_plan), ``check`` (check_frontier).
+The plan modules read ``tensoropt``'s graph, configurations, cost model and collective
+schedule, none of which imports TensorFlow.
 
 This package never imports TensorFlow or horovod.
 """
@@ -37,6 +46,9 @@ from tensoropt.simulator.order_stats import adjacent_inversions, dominated, kend
 from tensoropt.simulator.result import (CriticalStep, RankSummary, SimResult, critical_path,
                                         summarize)
 from tensoropt.simulator.trace import chrome_trace
+from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator.plan_sim import PlanSimulator, simulate_plan
+from tensoropt.simulator.check import CheckRow, FrontierCheck, check_frontier
 
 __all__ = [
     "TaskGraph", "Fragment", "CompiledGraph", "PS_PER_S",
@@ -46,4 +58,6 @@ __all__ = [
     "summarize", "critical_path", "SimResult", "RankSummary", "CriticalStep",
     "chrome_trace",
     "kendall_tau_b", "adjacent_inversions", "dominated",
+    "SimOptions", "PlanSimulator", "simulate_plan",
+    "check_frontier", "FrontierCheck", "CheckRow",
 ]

@@ -1,9 +1,15 @@
-"""Benchmark: full vs delta simulation on a graph shaped like a training step.
+"""Benchmark: full vs delta simulation on a graph shaped like a training step, and the
+FT-ordered check on real frontiers.
 
 Usage::
 
-    python -m tensoropt.simulator.bench                    # 1250 ops (~19k tasks), 40 plans
-    python -m tensoropt.simulator.bench --ops 300 --plans 10 --changes 2
+    python -m tensoropt.bench simulator                    # frontiers (see bench_plans)
+    python -m tensoropt.bench simulator --models paper_vgg16@8 --epsilon 0.05
+    python -m tensoropt.simulator.bench --synthetic        # 1250 ops (~19k tasks), 40 plans
+    python -m tensoropt.simulator.bench --synthetic --ops 300 --plans 10 --changes 2
+
+Without ``--synthetic`` it runs ``bench_plans`` on the frontiers of ``paper_vgg16`` at 8
+devices and ``paper_wide_resnet`` at 16 (epsilon 0.05). With it:
 
 It builds ``synthetic.training_step`` (forward chain with per-op collectives, backward in
 reverse, gradient all-reduces, one collective chain; see that module), simulates a random
@@ -38,6 +44,7 @@ from tensoropt.simulator._delta_run import delta_run
 from tensoropt.simulator.delta import DeltaSimulator
 from tensoropt.simulator.engine import simulate
 from tensoropt.simulator.memory import peak_memory_bytes
+from tensoropt.simulator.bench_plans import DEFAULT_MODELS, print_frontier, run_frontier
 from tensoropt.simulator.synthetic import training_step
 
 __all__ = ["run", "main"]
@@ -118,12 +125,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tensoropt.simulator.bench",
                                  description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--synthetic", action="store_true",
+                    help="the engine bench on a generated training step (below)")
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                    help="frontiers to check: comma-separated MODEL@DEVICES")
+    ap.add_argument("--epsilon", type=float, default=0.05, help="the searches' epsilon")
+    ap.add_argument("--budget", type=int, default=64, help="most frontier plans per model")
+    ap.add_argument("--verify-every", type=int, default=4,
+                    help="also simulate every N-th checked plan in full")
     ap.add_argument("--ops", type=int, default=1250, help="ops in the training step")
     ap.add_argument("--plans", type=int, default=40, help="plans to simulate")
     ap.add_argument("--changes", type=int, default=1, help="ops changed per plan")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--window", type=int, default=8, help="delta bases kept")
     a = ap.parse_args(argv)
+    if not a.synthetic:
+        if a.budget < 1 or a.verify_every < 1 or not 0 < a.epsilon < 1:
+            ap.error("need --budget >= 1, --verify-every >= 1, 0 < --epsilon < 1")
+        ok = True
+        for spec in a.models.split(","):
+            ok &= print_frontier(run_frontier(spec.strip(), a.epsilon, a.budget, a.verify_every))
+        return 0 if ok else 1
     if a.ops < 2 or a.plans < 1 or not 1 <= a.changes <= a.ops or a.window < 1:
         ap.error("need --ops >= 2, --plans >= 1, 1 <= --changes <= --ops, --window >= 1")
     r = run(a.ops, a.plans, a.changes, a.seed, a.window)

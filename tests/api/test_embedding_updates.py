@@ -1,7 +1,7 @@
 """An embedding table trains as under TensorFlow: Momentum moves the looked-up rows only.
 
 Every plan hands the optimizer the rows where the table's gradient is non-zero (see
-``tensoropt.lowering``), one process included; the rows a batch does not look up keep
+``tensoropt.execution.lowering``), one process included; the rows a batch does not look up keep
 their values, as TensorFlow's sparse Momentum leaves them.
 """
 

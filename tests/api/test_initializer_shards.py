@@ -11,7 +11,7 @@ import pytest
 
 import tensoropt as to
 from tensoropt import initializers
-from tensoropt.lowering import whole_tensor_context
+from tensoropt.execution.lowering import whole_tensor_context
 from tensoropt.ops.registry import LoweringContext
 
 tf = pytest.importorskip("tensorflow")

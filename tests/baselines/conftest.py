@@ -4,8 +4,8 @@ import pytest
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.costs import CostModel
-from tensoropt.search import search_frontier
+from tensoropt.costs.model import CostModel
+from tensoropt.search.driver import search_frontier
 
 N = 4
 

@@ -3,7 +3,7 @@
 import json
 
 from tensoropt import cli
-from tensoropt.baselines import METHODS
+from tensoropt.search.baselines import METHODS
 
 
 def test_compare_json_lists_every_method_with_its_fields(capsys, tmp_path):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tensoropt.baselines import AdditiveCost, MinTimeTables, mcmc_search
+from tensoropt.search.baselines import AdditiveCost, MinTimeTables, mcmc_search
 
 
 def test_a_fixed_seed_and_proposal_count_reproduce_the_search(space_of):

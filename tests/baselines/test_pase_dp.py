@@ -7,8 +7,8 @@ import pytest
 from frontier import track
 from frontier.brute_force import brute_force
 from frontier.synthetic import SMALL_SHAPES, model_graph, random_graph
-from tensoropt.baselines import MinTimeTables, generate_seq, min_time_choice, pase_search
-from tensoropt.search import price_plan
+from tensoropt.search.baselines import MinTimeTables, generate_seq, min_time_choice, pase_search
+from tensoropt.search.driver import price_plan
 
 
 @pytest.mark.parametrize("shape", SMALL_SHAPES)
@@ -66,7 +66,7 @@ def test_generate_seq_sequences_a_hub_after_its_leaves():
 
 
 def test_a_table_over_the_limit_is_refused_with_its_size(space_of):
-    from tensoropt.baselines import BaselineError
+    from tensoropt.search.baselines import BaselineError
 
     _, result = space_of("transformer")
     with pytest.raises(BaselineError, match="table of .* entries at op"):

@@ -4,12 +4,12 @@ baseline that fits is faster than FT's fastest plan under the same memory limit.
 import numpy as np
 import pytest
 
-from tensoropt.baselines import (MinTimeTables, dim_classes, eliminate_min_time, mcmc_search, mesh_tf_search,
+from tensoropt.search.baselines import (MinTimeTables, dim_classes, eliminate_min_time, mcmc_search, mesh_tf_search,
                                  min_time_choice, optcnn_configs, optcnn_search, pase_search, tofu_config,
                                  tofu_search)
 from tensoropt.configs import Config, config_of
-from tensoropt.search import price_plan
-from tensoropt.strategy import fastest_fitting
+from tensoropt.search.driver import price_plan
+from tensoropt.search.strategy import fastest_fitting
 
 MODELS = ["mlp", "cnn", "lstm", "transformer"]
 
@@ -79,7 +79,7 @@ def test_tofu_plan_is_made_of_halvings(space_of, name):
 
 
 def test_tofu_refuses_a_device_count_that_is_not_a_power_of_two(space_of):
-    from tensoropt.baselines import BaselineError
+    from tensoropt.search.baselines import BaselineError
 
     _, result = space_of("mlp", devices=6)
     with pytest.raises(BaselineError, match="power-of-two"):

@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from tensoropt.cluster import Cluster, Link, get_cluster
-from tensoropt.collectives import (COLLECTIVES, AnalyticalCollectives, CalibrationProfile,
-                                   ProfiledCollectives)
+from tensoropt.cluster import COLLECTIVES, CalibrationProfile, Cluster, Link, get_cluster
+from tensoropt.costs.collective_times import AnalyticalCollectives, ProfiledCollectives
 
 V100 = get_cluster("paper-v100x16")
 A_IN, B_IN = 5e-6, 130e9      # NVLink
@@ -201,7 +200,7 @@ def test_local_cluster_two_machines_fits_inter_link(tmp_path):
     prof.hostnames = ["a", "a", "b", "b"]
     path = tmp_path / "two.json"
     prof.save(path)
-    local = Cluster.from_profile(path)
+    local = CalibrationProfile.load(path).to_cluster()
     assert (local.machines, local.devices_per_machine) == (2, 2)
     assert local.intra.latency_s == pytest.approx(1e-5) and local.intra.bandwidth_bytes_per_s == pytest.approx(1e9)
     assert local.inter.latency_s == pytest.approx(1e-4) and local.inter.bandwidth_bytes_per_s == pytest.approx(1e8)

@@ -2,16 +2,17 @@
 
 import pytest
 
-from tensoropt.process_sets import (device_meshes, group_scheme, mesh_axis_groups, partition_schemes,
-                                    process_set_groups, process_sets_for_init, scheme_groups)
+from tensoropt.cluster.mesh import (device_meshes, group_scheme, mesh_axis_groups, partition_schemes,
+                                    process_set_groups, scheme_groups)
 
 
 def test_meshes():
-    assert device_meshes(1) == [()]
-    assert device_meshes(4) == [(2, 2), (4,)]
+    assert device_meshes(1) == ((1,),)   # a layout needs one axis
+    assert device_meshes(4) == ((4,), (2, 2))   # fewest axes first
     assert sorted(device_meshes(8)) == [(2, 2, 2), (2, 4), (4, 2), (8,)]
     assert (2, 2, 2, 2) not in device_meshes(16)
     assert len(device_meshes(16)) == 1 + 3 + 3  # [16]; [2,8],[4,4],[8,2]; [2,2,4],[2,4,2],[4,2,2]
+    assert len(device_meshes(16, max_axes=2)) == 4
     with pytest.raises(ValueError):
         device_meshes(0)
 
@@ -57,18 +58,3 @@ def test_scheme_groups_partition_ranks():
         assert sorted(r for grp in groups for r in grp) == list(range(16))
     with pytest.raises(ValueError, match="must divide"):
         scheme_groups(6, 4, 1)
-
-
-class _FakeHvd:
-    global_process_set = "GLOBAL"
-
-    class ProcessSet:
-        def __init__(self, ranks):
-            self.ranks = ranks
-
-
-def test_process_sets_for_init():
-    to_register, mapping = process_sets_for_init(_FakeHvd, 4)
-    assert [ps.ranks for ps in to_register] == [[0, 1], [0, 2], [1, 3], [2, 3]]
-    assert mapping[(0, 1, 2, 3)] == "GLOBAL"
-    assert set(mapping) == set(process_set_groups(4))

@@ -15,12 +15,12 @@ import pytest
 import tensoropt as to
 from tensoropt._tf import import_tensorflow
 from tensoropt.configs import Config, config_of, gradient_inputs, gradient_tensors, op_collectives
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.execution import PlanSharding, ScheduleMismatchError, collective_schedule
 from tensoropt.execution.accounting import expected_collectives
 from tensoropt.execution.recording_hvd import RecordingHorovod, issue_order
-from tensoropt.lowering import lower_graph
-from tensoropt.search import sample_plan, search_frontier
+from tensoropt.execution.lowering import lower_graph
+from tensoropt.search.driver import sample_plan, search_frontier
 from tensoropt.stats import saved_bytes
 
 N = 4

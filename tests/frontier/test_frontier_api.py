@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from frontier import CostGraph, track
-from frontier._values import Table, thin
+from frontier._table import Table
+from frontier._values import thin
 from frontier.brute_force import brute_force, cost_of
 from frontier.synthetic import model_graph, random_graph
 
@@ -24,7 +25,8 @@ def test_hand_computed_example():
     assert res.points == [(1.5, 7.0), (2.5, 5.0), (5.0, 2.0)]
     assert res.choice(0) == ({a: 1, b: 1}, {e: 1})
     assert res.choice(2) == ({a: 0, b: 0}, {e: 0})
-    assert res.stats["num_points"] == 3 and "seconds" in res.stats
+    assert res.stats.num_points == 3 and res.stats.total_s >= res.stats.ldp_s >= 0
+    assert res.exact and res.stats.time_error_bound_s == 0.0 and not np.any(res.radii)
 
 
 def test_array_edge_forms_equal_lists():
@@ -122,9 +124,11 @@ def test_empty_graph_and_bad_choice():
 
 
 def _assert_covers_with_real_strategies(g, exact, approx):
-    bound = approx.stats["time_error_bound"]
-    for m, t in exact.points:          # every exact point is covered within the bound
-        assert any(am <= m and at <= t + bound for am, at in approx.points)
+    bound = approx.stats.time_error_bound_s
+    assert bound == pytest.approx(max(approx.radii)) and bound <= approx.stats.summed_bound_s
+    for m, t in exact.points:          # every exact point is covered within a radius
+        assert any(am <= m and at <= t + r * (1 + 1e-12)
+                   for (am, at), r in zip(approx.points, approx.radii))
     for i, p in enumerate(approx.points):   # still real strategies
         assert cost_of(g, *approx.choice(i)) == pytest.approx(p, rel=1e-12)
 
@@ -136,19 +140,16 @@ def test_epsilon_frontier_is_within_its_guarantee(method):
     eps = 0.2
     approx = track(g, method=method, epsilon=eps)
     s = approx.stats
-    assert not approx.exact and s["epsilon"] == eps
+    assert not approx.exact and s.epsilon == eps
     assert len(approx.points) < len(exact.points)
     least = sum(g.node_costs(v)[:, 1].min() for v in range(g.num_nodes)) + sum(
         g.edge(e).time.min() for e in range(g.num_edges))
-    assert s["time_lower_bound"] == pytest.approx(least)
-    assert s["time_quantum"] == pytest.approx(eps * least / (2 * g.num_nodes + g.num_edges))
-    assert 0 < s["time_error_bound"] <= eps * least * (1 + 1e-12)
+    # T: at least the sum of least times, and no exact strategy is faster
+    assert least * (1 - 1e-12) <= s.time_lower_bound_s <= exact.points[-1][1] * (1 + 1e-12)
+    assert 0 < s.time_error_bound_s <= eps * least * (1 + 1e-12)
     _assert_covers_with_real_strategies(g, exact, approx)
-    # the final reduction thinned too: no two points share a time bucket
-    b = np.floor(np.array([t for _, t in approx.points]) / s["time_quantum"])
-    assert np.all(np.diff(b) != 0)
     tiny = track(g, method=method, epsilon=1e-15)
-    assert tiny.points == exact.points and tiny.stats["time_error_bound"] > 0
+    assert tiny.points == exact.points and tiny.stats.time_error_bound_s <= 1e-15 * least
 
 
 @pytest.mark.parametrize("method", ["ldp", "elimination"])
@@ -157,14 +158,14 @@ def test_candidate_cap_bounds_the_work_and_reports_a_rigorous_bound(method):
     exact = track(g, method=method)
     capped = track(g, method=method, max_candidates=40)
     s = capped.stats
-    assert s["capped_products"] > 0 and not capped.exact and s["max_candidates"] == 40
-    assert s["candidates"] < exact.stats["candidates"]
-    assert 0 < s["cap_quantum_max"] <= s["time_lower_bound"]
-    assert 0 < s["time_error_bound"]
+    assert s.capped_products > 0 and not capped.exact and s.max_candidates == 40
+    assert s.candidates < exact.stats.candidates
+    assert 0 < s.cap_delta_max_s <= s.time_lower_bound_s
+    assert 0 < s.time_error_bound_s
     _assert_covers_with_real_strategies(g, exact, capped)
     assert capped.points[0][0] == exact.points[0][0]   # the least memory stays exact
     roomy = track(g, method=method, max_candidates=10**12)
-    assert roomy.points == exact.points and roomy.stats["capped_products"] == 0
+    assert roomy.points == exact.points and roomy.stats.capped_products == 0
 
 
 @pytest.mark.parametrize("bad", [0, -5, 2.5, "many"])
@@ -182,20 +183,24 @@ def test_thin_keeps_a_cover_for_every_dropped_point():
         mem += list(np.sort(rng.random(n)))
         time += list(np.sort(rng.random(n))[::-1])
         off.append(len(mem))
-    t = Table(np.array(mem), np.array(time), np.array(off))
+    radius = rng.random(len(mem)) * 0.05
+    t = Table(np.array(mem), np.array(time), np.array(off), radius)
     q = 0.1
     out, idx, gap = thin(t, q)
     assert out.ncells == t.ncells and out.npoints < t.npoints and 0 < gap < q
     assert np.array_equal(out.mem, t.mem[idx]) and np.array_equal(out.time, t.time[idx])
     worst = 0.0
     for c in range(t.ncells):
-        kept = list(zip(out.mem[out.off[c]:out.off[c + 1]], out.time[out.off[c]:out.off[c + 1]]))
-        assert kept[0] == (t.mem[t.off[c]], t.time[t.off[c]])   # least memory kept
-        for m, tm in zip(t.mem[t.off[c]:t.off[c + 1]], t.time[t.off[c]:t.off[c + 1]]):
-            cover = min(kt for km, kt in kept if km <= m)       # fastest kept point as small
-            assert cover <= tm + gap
-            worst = max(worst, cover - tm)
-        assert np.all(np.diff(np.floor(np.array([kt for _, kt in kept]) / q)) != 0)
+        s, e = out.off[c], out.off[c + 1]
+        kept = list(zip(out.mem[s:e], out.time[s:e], out.radius[s:e]))
+        assert kept[0][:2] == (t.mem[t.off[c]], t.time[t.off[c]])   # least memory kept
+        assert np.all(-np.diff([kt for _, kt, _ in kept]) >= q)    # kept q apart
+        for x in range(t.off[c], t.off[c + 1]):
+            m, tm, r = t.mem[x], t.time[x], radius[x]
+            # the last kept point with no more memory stands for x within its radius
+            km, kt, kr = [k for k in kept if k[0] <= m][-1]
+            assert kt <= tm + gap and kt - tm + r <= kr + 1e-15
+            worst = max(worst, kt - tm)
     assert worst == pytest.approx(gap)      # the gap is the largest slow-down, not a bound
     same, _, none = thin(t, 1e-12)
     assert same.npoints == t.npoints and none == 0.0
@@ -207,7 +212,7 @@ def test_epsilon_on_zero_time_costs_thins_nothing():
     b = g.add_node("b", [(2.0, 0.0)])
     g.add_edge(a, b, np.zeros((2, 1, 2)))
     res = track(g, epsilon=0.5)
-    assert res.stats["time_quantum"] is None and res.stats["time_error_bound"] == 0.0
+    assert res.stats.time_lower_bound_s == 0.0 and res.stats.time_error_bound_s == 0.0
     assert res.points == track(g).points
 
 
@@ -236,3 +241,23 @@ def test_edges_given_one_read_only_array_share_it():
     assert track(shared).points == track(copied).points
     costs[0, 0, 0, 0] = -1.0            # a writable array is copied: later edits don't leak
     assert copied.edge(0).mem[0] != -1.0
+
+
+def test_collecting_back_pointers_keeps_every_strategy(monkeypatch):
+    """With the back-pointer collector running after every table, the frontier and
+    every point's strategy are the same, and fewer pointers are kept."""
+    import frontier._store as store
+    graphs = [random_graph(np.random.default_rng([s, 11]), shape)
+              for s in range(3) for shape in ("residual", "dag", "mask")]
+    graphs.append(model_graph("transformer", 30, 6, seed=2))
+    runs = [dict(), dict(epsilon=0.2), dict(method="elimination")]
+    before = [track(g, **kw) for g in graphs for kw in runs]
+    monkeypatch.setattr(store, "COLLECT_MIN_BYTES", 0)
+    after = [track(g, **kw) for g in graphs for kw in runs]
+    for a, b in zip(before, after):
+        assert a.points == b.points
+        assert np.array_equal(a.node_configs, b.node_configs)
+        assert np.array_equal(a.edge_alternatives, b.edge_alternatives)
+        assert b.stats.stored_pointer_bytes <= a.stats.stored_pointer_bytes
+    assert sum(b.stats.stored_pointer_bytes for b in after) < 0.7 * sum(
+        a.stats.stored_pointer_bytes for a in before)

@@ -1,5 +1,7 @@
 """The benchmark runs end to end on tiny graphs and both methods agree."""
 
+import pytest
+
 from frontier import bench
 
 
@@ -11,3 +13,22 @@ def test_bench_smoke(capsys):
     assert len(lines) == 1 + 6
     assert "DIFFER" not in out
     assert sum("same" in ln for ln in lines) >= 4
+
+
+def test_bench_graph_rows(tmp_path, capsys):
+    from frontier.synthetic import model_graph
+    path = str(tmp_path / "g.npz")
+    model_graph("residual", 10, 4).save(path)
+    assert bench.main(["--graph", f"hard:shortcut:13:4,{path}", "--epsilon", "0.1",
+                       "--timeout", "60"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
+    assert rows[0][:3] == ["graph", "nodes", "edges"] and len(rows) == 3
+    assert rows[1][:3] == ["hard:shortcut:13:4", "13", "15"] and rows[2][:2] == ["g.npz", "10"]
+    for row in rows[1:]:
+        bound, summed = (float(x.rstrip("%")) for x in row[9:11])
+        assert 0 <= bound <= 10.0 + 1e-9 and bound <= summed + 1e-9
+    with pytest.raises(ValueError, match="no such file"):
+        bench.main(["--graph", str(tmp_path / "missing.npz")])
+    with pytest.raises(ValueError, match="expected hard:SHAPE:N:K"):
+        bench.main(["--graph", "hard:ring:10:4"])

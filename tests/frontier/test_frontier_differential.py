@@ -9,7 +9,7 @@ import pytest
 
 from frontier import CostGraph, track
 from frontier.brute_force import brute_force, cost_of
-from frontier.synthetic import SMALL_SHAPES, random_graph
+from frontier.synthetic import SMALL_SHAPES, hard_graph, random_graph
 
 SEEDS = range(30)
 
@@ -23,7 +23,7 @@ def _check(g, res, ref):
         assert set(nodes) == set(range(g.num_nodes))
         assert set(edges) == set(range(g.num_edges))
         np.testing.assert_allclose(cost_of(g, nodes, edges), p, rtol=1e-12, atol=1e-12)
-    if res.stats["heuristic_eliminations"] == 0:
+    if res.stats.heuristic_eliminations == 0:
         assert len(res.points) == len(ref), (res.points, ref)
         np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
         return True
@@ -49,6 +49,29 @@ def test_matches_brute_force(shape):
     if shape in ("chain", "series_parallel", "residual", "diamond", "multi"):
         assert inexact == 0
     assert exact + inexact == 4 * len(SEEDS)
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+def test_general_heap_merge_matches_brute_force(shape, monkeypatch):
+    """With the small-cell sort and the one-point shortcut turned off, every merge runs
+    the heap over streams (both orientations: short a or short b): exact where FT is,
+    and within the radii with epsilon or a candidate cap."""
+    import frontier._values as values
+    monkeypatch.setattr(values, "SMALL_CELL_CANDIDATES", 0)
+    monkeypatch.setattr(values, "SINGLE_CELL_POINTS", 0)
+    for seed in range(8):
+        g = random_graph(np.random.default_rng([seed, 3, SMALL_SHAPES.index(shape)]), shape)
+        ref = brute_force(g)
+        for method in ("ldp", "elimination"):
+            exact = _check(g, track(g, method=method), ref)
+            for kw in (dict(epsilon=0.3), dict(max_candidates=4)):
+                res = track(g, method=method, **kw)
+                for i, p in enumerate(res.points):
+                    assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
+                if exact:
+                    for m, t in ref:
+                        assert any(am <= m + 1e-9 and at <= t + r + 1e-9
+                                   for (am, at), r in zip(res.points, res.radii))
 
 
 def _duplicated(rng, n_blocks=3, k=6, groups=2):
@@ -87,7 +110,7 @@ def test_shared_configurations_match_brute_force():
         for method in ("ldp", "elimination"):
             res = track(g, method=method)
             assert _check(g, res, ref)
-            used += res.stats.get("row_groups", 0) < res.stats.get("rows", 0)
+            used += res.stats.row_groups < res.stats.rows
     assert used > 0, "the shared-configuration path was never exercised"
 
 
@@ -97,43 +120,96 @@ def test_large_frontier_recosts_exactly():
     g = model_graph("residual", 13, 8, seed=3, alternatives=3)
     a = track(g, method="ldp")
     b = track(g, method="elimination", threads=2)
-    assert a.stats["heuristic_eliminations"] == 0
+    assert a.stats.heuristic_eliminations == 0
     np.testing.assert_allclose(a.points, b.points, rtol=1e-12)
     for res in (a, b):
         for i, p in enumerate(res.points):
             assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
 
 
-@pytest.mark.parametrize("budget", [1, 7, 64])
-def test_candidate_batches_stay_exact(monkeypatch, budget):
-    """Products materialized a few cells at a time (as on big graphs) give the same
-    frontier as all at once."""
+def test_cells_split_over_threads_give_the_same_frontier(monkeypatch):
+    """Cell ranges run on two threads (as on big graphs) give the same frontier and the
+    same strategies as one range."""
     import frontier._values as values
     graphs = [random_graph(np.random.default_rng([seed, 99]), shape)
               for seed in range(4) for shape in ("residual", "diamond", "multi")]
-    whole = [track(g, method=m).points for g in graphs for m in ("ldp", "elimination")]
-    batches = []
-    real = values._whole_cell_batches
-    monkeypatch.setattr(values, "_CANDIDATE_BUDGET", budget)
-    monkeypatch.setattr(values, "_whole_cell_batches",
-                        lambda *a: batches.append(len(real(*a))) or real(*a))
-    assert [track(g, method=m).points for g in graphs for m in ("ldp", "elimination")] == whole
-    assert max(batches) > 1, "no product was split into batches"
+    whole = [track(g, method=m) for g in graphs for m in ("ldp", "elimination")]
+    ranges = []
+    real = values._chunks
+    monkeypatch.setattr(values, "_THREAD_MIN_WORK", 0)
+    monkeypatch.setattr(values, "_chunks", lambda *a: ranges.append(len(real(*a))) or real(*a))
+    split = [track(g, method=m, threads=2) for g in graphs for m in ("ldp", "elimination")]
+    assert max(ranges) > 1, "no merge was split over threads"
+    for a, b in zip(whole, split):
+        assert a.points == b.points
+        assert np.array_equal(a.node_configs, b.node_configs)
 
 
 @pytest.mark.parametrize("shape", SMALL_SHAPES)
 def test_epsilon_covers_the_exact_frontier_within_its_bound(shape):
-    """On every shape the accumulated bound stays within epsilon * T (so the bound on the
-    number of reductions holds), and, where FT is exact, covers brute force."""
-    eps = 0.3
+    """On every shape the largest radius stays within epsilon * T and within the bound
+    summed over reductions; where FT is exact, each brute-force point is covered by a
+    returned point with no more memory, within that point's own radius."""
+    eps, thinned = 0.3, 0
     for seed in range(10):
         g = random_graph(np.random.default_rng([seed, 7, SMALL_SHAPES.index(shape)]), shape)
         for method in ("ldp", "elimination"):
-            res = track(g, method=method, epsilon=eps)
-            s = res.stats
-            assert s["time_error_bound"] <= eps * s["time_lower_bound"] * (1 + 1e-12)
-            if s["heuristic_eliminations"]:
-                continue
-            for m, t in brute_force(g):
-                assert any(am <= m + 1e-9 and at <= t + s["time_error_bound"] + 1e-9
-                           for am, at in res.points)
+            for kw in (dict(epsilon=eps), dict(max_candidates=4),
+                       dict(epsilon=eps, max_candidates=4)):
+                res = track(g, method=method, **kw)
+                s = res.stats
+                bound = s.time_error_bound_s
+                assert bound == (max(res.radii) if len(res.radii) else 0.0)
+                assert bound <= s.summed_bound_s * (1 + 1e-12) + 1e-12
+                if "max_candidates" not in kw:
+                    assert bound <= eps * s.time_lower_bound_s * (1 + 1e-12) + 1e-12
+                for i, p in enumerate(res.points):
+                    assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
+                if s.heuristic_eliminations:
+                    continue
+                ref = brute_force(g)
+                assert s.time_lower_bound_s <= ref[-1][1] + 1e-9   # no strategy beats T
+                thinned += len(res.points) < len(ref)
+                for m, t in ref:
+                    assert any(am <= m + 1e-9 and at <= t + r + 1e-9
+                               for (am, at), r in zip(res.points, res.radii))
+    assert thinned > 0, "nothing was thinned: the radii were not exercised"
+
+
+def _pareto(mem, time):
+    o = np.lexsort((time, mem))
+    mem, time = mem[o], time[o]
+    keep = time < np.minimum.accumulate(np.r_[np.inf, time[:-1]])
+    return mem[keep], time[keep]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hard_chain_matches_a_direct_pareto_dp(seed):
+    """On chains with random costs (cells of about a hundred points, so the merge runs
+    its heap, not its small-cell sort), the frontier equals a direct numpy DP that
+    materializes every candidate; with epsilon, each DP point is covered within a
+    returned point's radius."""
+    n, k = 10, 12
+    g = hard_graph("chain", n, k, seed=seed, reuse_fraction=0.3)
+    cf = [(g.node_costs(0)[p, :1], g.node_costs(0)[p, 1:]) for p in range(k)]
+    for v in range(1, n):
+        e, nc = g.edge(v - 1), g.node_costs(v)
+        new = []
+        for p in range(k):
+            ms, ts = [], []
+            for q in range(k):
+                s, t = e.off[q * k + p], e.off[q * k + p + 1]
+                ms.append((cf[q][0][:, None] + e.mem[None, s:t]).ravel() + nc[p, 0])
+                ts.append((cf[q][1][:, None] + e.time[None, s:t]).ravel() + nc[p, 1])
+            new.append(_pareto(np.concatenate(ms), np.concatenate(ts)))
+        cf = new
+    ref = np.stack(_pareto(np.concatenate([c[0] for c in cf]),
+                           np.concatenate([c[1] for c in cf])), axis=1)
+    res = track(g)
+    assert res.stats.max_cell_points > 40
+    np.testing.assert_allclose(res.points, ref, rtol=1e-12)
+    approx = track(g, epsilon=0.05)
+    assert len(approx.points) < len(ref)
+    for m, t in ref:
+        assert any(am <= m and at <= t + r * (1 + 1e-12) + 1e-15
+                   for (am, at), r in zip(approx.points, approx.radii))

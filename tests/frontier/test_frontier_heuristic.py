@@ -51,9 +51,9 @@ def test_mask_graph_needs_heuristic_and_stays_close(heuristic, capsys):
         ref = brute_force(g)
         for method in ("ldp", "elimination"):
             res = track(g, method=method, heuristic=heuristic)
-            assert res.stats["heuristic_eliminations"] >= 1
+            assert res.stats.heuristic_eliminations >= 1
             assert not res.exact
-            assert res.stats["heuristic_choices"][0][0] == 1, "the mask should be fixed"
+            assert res.stats.heuristic_choices[0][0] == 1, "the mask should be fixed"
             for i, p in enumerate(res.points):
                 assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
                 assert any(rm <= p[0] + 1e-9 and rt <= p[1] + 1e-9 for rm, rt in ref)
@@ -70,8 +70,8 @@ def test_heuristic_rules_differ():
     g = _mask_graph(1)
     lo = track(g, heuristic="min_memory")
     hi = track(g, heuristic="min_time")
-    k_lo = lo.stats["heuristic_choices"][0][1]
-    k_hi = hi.stats["heuristic_choices"][0][1]
+    k_lo = lo.stats.heuristic_choices[0][1]
+    k_hi = hi.stats.heuristic_choices[0][1]
     # min_memory fixes the mask where its memory score is least, min_time where its
     # time score is least; on this graph they are different configurations.
     assert k_lo != k_hi

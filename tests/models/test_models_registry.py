@@ -75,7 +75,7 @@ def test_unknown_size_is_also_a_key_error_for_callers_that_skip_missing_presets(
 
 
 def test_cli_models_table_lists_every_model(capsys):
-    cli = pytest.importorskip("tensoropt.cli")
+    cli = pytest.importorskip("tensoropt.cli.main")
     for size in ("paper", "small"):
         assert cli.main(["models", "--json", "--size", size]) == 0
         import json

@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from tensoropt.calibrate import Calibrator, default_sizes
+from tensoropt.execution.calibration_job import Calibrator, default_sizes
 
 
 def main() -> None:

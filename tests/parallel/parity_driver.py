@@ -9,7 +9,7 @@ Plans: by default the frontier's two ends, data parallel and 8 random plans, sea
 each rank alike. With ``--summary``, every rank takes them from ``to.search_strategy``'s
 result as a user script would (rank 0 searches, the others receive it): the frontier's
 first, middle and last plans and the data-parallel plan; each plan's hash is compared
-across the ranks. With ``--baselines``, the plans of the baselines (``tensoropt.baselines``:
+across the ranks. With ``--baselines``, the plans of the baselines (``tensoropt.search.baselines``:
 Mesh-TF, OptCNN, ToFu, PaSE, MCMC), one run per distinct plan (its ``methods`` lists
 every baseline that found it).
 """
@@ -22,10 +22,10 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt._tf import import_tensorflow
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.execution.accounting import expected_collectives
-from tensoropt.lowering import lower_graph
-from tensoropt.search import sample_plan, search_frontier
+from tensoropt.execution.lowering import lower_graph
+from tensoropt.search.driver import sample_plan, search_frontier
 
 STEPS = 3
 N = 4
@@ -151,7 +151,7 @@ def rel(a, b):
 
 
 def _baseline_plans(graph):
-    from tensoropt.baselines import (MinTimeTables, mcmc_search, mesh_tf_search, optcnn_search, pase_search,
+    from tensoropt.search.baselines import (MinTimeTables, mcmc_search, mesh_tf_search, optcnn_search, pase_search,
                                      tofu_search)
 
     search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))

@@ -25,9 +25,9 @@ import numpy as np
 import tensoropt as to
 from tensoropt.bench.fuzz_plans import AlphaBeta, plan_features
 from tensoropt.bench.fuzz_worker import _reference, _run_plan, relative_difference
-from tensoropt.costs import CostModel
+from tensoropt.costs.model import CostModel
 from tensoropt.execution.accounting import expected_collectives
-from tensoropt.search import sample_plan, sampling_space, search_frontier
+from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 
 
 def rebuilt_input_depends_on_another():

@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tensoropt.collectives import COLLECTIVES, ProfiledCollectives
-from tensoropt.process_sets import partition_schemes
+from tensoropt.cluster.calibration import COLLECTIVES
+from tensoropt.costs.collective_times import ProfiledCollectives
+from tensoropt.cluster.mesh import partition_schemes
 
 pytestmark = pytest.mark.mpi
 

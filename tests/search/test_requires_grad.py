@@ -2,7 +2,7 @@
 it, and TensorFlow builds no gradient for a branch the loss does not use."""
 
 import tensoropt as to
-from tensoropt.costs import requires_grad
+from tensoropt.costs.model import requires_grad
 
 
 def _model(train: bool):

@@ -3,14 +3,7 @@
 import pytest
 
 import tensoropt as to
-from tensoropt.configs import Config, device_meshes, enumerate_configs, input_layout, output_layout
-
-
-def test_device_meshes_are_ordered_factorizations():
-    assert device_meshes(1) == ((1,),)
-    assert device_meshes(4) == ((4,), (2, 2))
-    assert set(device_meshes(8)) == {(8,), (2, 4), (4, 2), (2, 2, 2)}
-    assert len(device_meshes(16)) == 7 and len(device_meshes(16, max_axes=2)) == 4
+from tensoropt.configs import Config, enumerate_configs, input_layout, output_layout
 
 
 def test_matmul_configs_on_four_devices():

@@ -6,11 +6,11 @@ import pytest
 
 import tensoropt as to
 from tensoropt.cluster import get_cluster
-from tensoropt.collectives import AnalyticalCollectives
+from tensoropt.costs.collective_times import AnalyticalCollectives
 from tensoropt.configs import Config
-from tensoropt.costs import CostModel
-from tensoropt.search import data_parallel_configs, plan_from_configs, plan_table, price_plan, search_frontier
-from tensoropt.strategy import make_cost_model
+from tensoropt.costs.model import CostModel
+from tensoropt.search.driver import data_parallel_configs, plan_from_configs, plan_table, price_plan, search_frontier
+from tensoropt.search.strategy import make_cost_model
 
 B, D, H, C, N = 64, 32, 48, 8, 4
 

@@ -8,8 +8,8 @@ import pytest
 import tensoropt as to
 from tensoropt import models
 from tensoropt.cluster import get_cluster
-from tensoropt.search import SearchOptions
-from tensoropt.strategy import NoPlanFitsError, frontier_for
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import NoPlanFitsError, frontier_for
 
 
 def _model(batch=64, width=256):
@@ -55,15 +55,28 @@ def test_profiling_gives_the_best_time_per_device_count():
         assert r.least_memory_bytes == min(p.memory_bytes for p in r.frontier)
 
 
-def test_nothing_fits_names_the_least_memory_and_the_device_count_that_would():
+def test_nothing_fits_names_the_least_memory_without_searching_again(monkeypatch):
+    from tensoropt.search import strategy
+
     _model()
     one = to.find_strategy("mini_time", parallelism=1, cluster="paper-v100x16")
+    searched = []
+    real = strategy.frontier_for
+    monkeypatch.setattr(strategy, "frontier_for", lambda g, c, n, *a, **k: searched.append(n) or real(g, c, n, *a, **k))
     with pytest.raises(NoPlanFitsError) as e:
         to.find_strategy("mini_time", parallelism=1, cluster="paper-v100x16",
                          memory_limit=one.memory_bytes * 0.6)
     msg = str(e.value)
+    assert searched == [1]          # the error is written from the frontier already found
     assert f"({one.memory_bytes:.0f} bytes)" in msg
-    assert "the smallest device count that fits is 2" in msg and "Raise memory_limit" in msg
+    assert "find_strategy('mini_parallelism'" in msg and "Raise memory_limit" in msg
+    searched.clear()
+    fits = to.find_strategy("mini_parallelism", parallelism=2, cluster="paper-v100x16",
+                            memory_limit=one.memory_bytes * 0.6)
+    assert fits.parallelism == 2 and searched == [1, 2]
+    with pytest.raises(NoPlanFitsError, match=r"no device count up to 2 fits either \(least memory per count: "
+                                              r"1: .* GiB, 2: .* GiB\)"):
+        to.find_strategy("mini_parallelism", parallelism=2, cluster="paper-v100x16", memory_limit=100)
 
 
 def test_epsilon_plans_are_within_their_guarantee():
@@ -92,8 +105,8 @@ def test_max_candidates_thins_the_search_and_the_plan_says_so():
     # the same search again, for its statistics: every exact plan keeps the reported bound
     result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4,
                           search=SearchOptions(max_candidates=20))
-    bound = result.stats["frontier"]["time_error_bound"]
-    assert result.stats["frontier"]["capped_products"] > 0 and bound > 0
+    bound = result.stats["frontier"].time_error_bound_s
+    assert result.stats["frontier"].capped_products > 0 and bound > 0
     assert result.plans.points == capped.frontier.points
     for mem, tim in exact.frontier.points:
         assert any(m <= mem and t <= tim + bound + 1e-12 for m, t in capped.frontier.points)
@@ -104,7 +117,7 @@ def test_max_candidates_thins_the_search_and_the_plan_says_so():
                                            ({"threads": 0}, "threads"),
                                            ({"epsilon": 1.5}, "epsilon")])
 def test_bad_search_options_are_named_before_anything_is_priced(monkeypatch, option, named):
-    from tensoropt import strategy
+    from tensoropt.search import strategy
 
     _model()
     monkeypatch.setattr(strategy, "make_cost_model",
@@ -114,7 +127,7 @@ def test_bad_search_options_are_named_before_anything_is_priced(monkeypatch, opt
 
 
 def test_frontier_plans_are_built_on_use_and_match_their_points():
-    from tensoropt.strategy import fastest_fitting
+    from tensoropt.search.strategy import fastest_fitting
 
     _model()
     plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
@@ -144,7 +157,7 @@ def test_frontier_estimates_match_the_plans_without_building_them():
 
 
 def test_a_frontier_table_builds_only_the_chosen_plan():
-    from tensoropt.report import plans_table
+    from tensoropt.cli.report import plans_table
 
     models.build("cnn", size="tiny")
     plans = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4).plans
@@ -159,12 +172,12 @@ def test_a_frontier_table_builds_only_the_chosen_plan():
 
 
 def test_a_search_summary_travels_as_bytes_and_rebuilds_the_same_plans():
-    from tensoropt.strategy import choose_plan, search_summary
-    from tensoropt.summary import SearchSummary
+    from tensoropt.search.strategy import SearchSettings, choose_plan, search_summary
+    from tensoropt.search.summary import SearchSummary
 
     models.build("cnn", size="tiny")
     graph = to.get_default_graph()
-    sent = choose_plan(graph, "paper-v100x16", "mini_time", parallelism=4)
+    sent = choose_plan(graph, SearchSettings.resolve("paper-v100x16", parallelism=4))
     data = sent.to_bytes()
     got = SearchSummary.from_bytes(data)
     assert len(got.frontier) == len(sent.frontier) > 3
@@ -175,7 +188,7 @@ def test_a_search_summary_travels_as_bytes_and_rebuilds_the_same_plans():
     assert got.chosen is got.frontier[k]
     json_bytes = sum(len(p.to_json()) for p in sent.frontier)
     assert len(data) * 20 < json_bytes, (len(data), json_bytes)   # choice arrays, not plan JSONs
-    rows = search_summary(graph, "paper-v100x16", "profiling", parallelisms=[1, 2])
+    rows = search_summary(graph, SearchSettings.resolve("paper-v100x16", option="profiling", parallelisms=[1, 2]))
     again = SearchSummary.from_bytes(rows.to_bytes())
     assert [r.parallelism for r in again.profile] == [1, 2] and again.chosen is None
     for a, b in zip(again.profile, rows.profile):

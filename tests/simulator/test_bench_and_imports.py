@@ -13,7 +13,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "tensoropt" / "simulator
 
 
 def test_bench_verifies_every_plan_and_reports_its_figures(capsys):
-    assert bench.main(["--ops", "40", "--plans", "4", "--changes", "2"]) == 0
+    assert bench.main(["--synthetic", "--ops", "40", "--plans", "4", "--changes", "2"]) == 0
     out = capsys.readouterr().out
     for line in ("tasks per plan", "full  per plan", "delta per plan", "speed-up",
                  "PASS  delta == full on 4/4 plans"):
@@ -26,12 +26,21 @@ def test_bench_verifies_every_plan_and_reports_its_figures(capsys):
 
 def test_bad_bench_arguments_are_refused():
     with pytest.raises(SystemExit):
-        bench.main(["--ops", "1"])
+        bench.main(["--synthetic", "--ops", "1"])
+
+
+#: Modules that turn plans into task graphs read these TensorFlow-free parts of tensoropt
+#: (the configurations, the cost model's rules, the collective schedule); the engine
+#: modules read nothing outside the package.
+PLAN_MODULES = {"plan_tasks.py", "plan_sim.py", "check.py", "bench_plans.py", "bench.py", "commands.py"}
+PLAN_IMPORTS = ("tensoropt.configs", "tensoropt.execution.schedule", "tensoropt.cluster",
+                "tensoropt.search", "tensoropt.models", "tensoropt.plan")
 
 
 def test_the_package_imports_only_numpy_the_standard_library_and_itself():
-    allowed_prefix = ("tensoropt.simulator",)
     for path in PACKAGE.glob("*.py"):
+        allowed_prefix = ("tensoropt.simulator",) + (PLAN_IMPORTS if path.name in PLAN_MODULES
+                                                     else ())
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             names = []
@@ -41,6 +50,8 @@ def test_the_package_imports_only_numpy_the_standard_library_and_itself():
                 names = [node.module]
             for name in names:
                 top = name.split(".")[0]
+                if name == "tensoropt" and path.name in PLAN_MODULES:
+                    continue
                 assert name.startswith(allowed_prefix) or top == "numpy" or \
                     top in sys.stdlib_module_names, f"{path.name} imports {name}"
 

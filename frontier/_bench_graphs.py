@@ -1,0 +1,113 @@
+"""``python -m frontier.bench --synthetic-hard`` and ``--graph FILE``: one graph per row.
+
+Each row tracks one graph in a child process (``bench._timed``) and prints the wall and
+CPU seconds, the frontier's size, T (a time no strategy beats), the error bound (the
+largest radius, as a share of T; and the old summed bound for comparison) and the
+child's peak resident memory (VmHWM, which includes building the graph).
+
+Graphs:
+
+* ``hard:SHAPE:N:K`` -- ``synthetic.hard_graph(SHAPE, N, K)`` (random costs, 5% of
+  pairs with a reuse alternative). ``--synthetic-hard`` runs the two of issue 14:
+  ``hard:chain:400:256`` and ``hard:shortcut:400:128``.
+* a path -- a ``CostGraph.save`` file, e.g. a priced model.
+
+Usage::
+
+    python -m frontier.bench --synthetic-hard --epsilon 0.05 --threads 2
+    python -m frontier.bench --graph vgg16_16.npz,transformer_16.npz --timeout 900
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Optional
+
+__all__ = ["HARD_GRAPHS", "check_source", "build", "run_graph", "print_rows"]
+
+HARD_GRAPHS = ("hard:chain:400:256", "hard:shortcut:400:128")
+
+
+def check_source(source: str) -> None:
+    """Raises ValueError, saying what to give, when ``source`` names no graph."""
+    from frontier.synthetic import HARD_SHAPES
+
+    if source.startswith("hard:"):
+        parts = source.split(":")
+        if (len(parts) != 4 or parts[1] not in HARD_SHAPES or not parts[2].isdigit()
+                or not parts[3].isdigit()):
+            raise ValueError(f"graph {source!r}: expected hard:SHAPE:N:K with SHAPE one of "
+                             f"{HARD_SHAPES}, e.g. hard:chain:400:256")
+    elif not os.path.exists(source):
+        raise ValueError(f"graph {source!r}: no such file; give hard:SHAPE:N:K or a file "
+                         "written by CostGraph.save")
+
+
+def build(source: str):
+    """The CostGraph named by ``source`` (see the module doc)."""
+    from frontier.graph import CostGraph
+    from frontier.synthetic import hard_graph
+
+    check_source(source)
+    if source.startswith("hard:"):
+        _, shape, n, k = source.split(":")
+        return hard_graph(shape, int(n), int(k), seed=0)
+    return CostGraph.load(source)
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory (VmHWM), or -1 where /proc has none."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return -1
+
+
+def run_graph(source: str, method: str, threads: int, epsilon: Optional[float],
+              max_candidates: Optional[int]) -> dict[str, Any]:
+    """Builds (or loads) one graph and tracks it; returns the row's figures."""
+    from frontier import track
+
+    g = build(source)
+    c0, w0 = time.process_time(), time.perf_counter()
+    res = track(g, method=method, threads=threads, epsilon=epsilon,
+                max_candidates=max_candidates)
+    c1, w1 = time.process_time(), time.perf_counter()
+    s = res.stats
+    lower = s.time_lower_bound_s or 1.0
+    return {"nodes": g.num_nodes, "edges": g.num_edges, "wall": w1 - w0, "cpu": c1 - c0,
+            "points": len(res.points), "max_cell": s.max_cell_points,
+            "heuristic": s.heuristic_eliminations, "T": s.time_lower_bound_s,
+            "bound": s.time_error_bound_s / lower,
+            "summed": s.summed_bound_s / lower, "rss": _peak_rss_bytes()}
+
+
+def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[float],
+               max_candidates: Optional[int], timeout: float) -> None:
+    """Runs every graph in a child with ``timeout`` seconds and prints a row each."""
+    from frontier.bench import _timed
+
+    for src in sources:
+        check_source(src)
+    cols = ["graph", "nodes", "edges", "wall_s", "cpu_s", "points", "max_cell", "heur",
+            "T_s", "bound_%T", "summed_%T", "peak_GiB"]
+    print(f"# method={method} threads={threads} epsilon={epsilon} "
+          f"max_candidates={max_candidates}")
+    print(f"{cols[0]:>26} " + " ".join(f"{c:>10}" for c in cols[1:]))
+    for src in sources:
+        out = _timed((src, method, threads, epsilon, max_candidates), timeout, run_graph)
+        name = os.path.basename(src)
+        if out is None:
+            print(f"{name:>26} " + f"{'>' + format(timeout, 'g'):>10}", flush=True)
+            continue
+        row = [out["nodes"], out["edges"], f"{out['wall']:.1f}", f"{out['cpu']:.1f}",
+               out["points"], out["max_cell"], out["heuristic"], f"{out['T']:.4g}",
+               f"{out['bound']:.3%}",
+               f"{out['summed']:.3%}",
+               f"{out['rss'] / 2**30:.2f}" if out["rss"] >= 0 else "-"]
+        print(f"{name:>26} " + " ".join(f"{str(c):>10}" for c in row), flush=True)

@@ -1,0 +1,115 @@
+"""A binary min-heap of merge candidates in two arrays, and growable output rows.
+
+A heap entry is ``(memory, time, code, i, j)``: a candidate point, its block and stream
+(``code``, see ``_kernels._merge_cell``) and its indices into the two tables; ``hf``
+holds (memory, time) and ``hx`` (code, i, j) per entry. Entries are ordered by memory,
+then time, then code, so that equal points come from the lowest block first and the
+merge is deterministic.
+
+Usage (inside compiled code)::
+
+    hf, hx = new_heap(64)
+    n = 0
+    if n + 1 > len(hf):
+        hf, hx = grow_heap(hf, hx, n + 1)
+    push(hf, hx, n, (m, t, code, i, j)); n += 1
+    top = root(hf, hx); n = pop(hf, hx, n)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontier._jit import jit, jit_inline
+
+__all__ = ["key_lt", "root", "push", "pop", "new_heap", "grow_heap", "grow_rows"]
+
+
+@jit_inline
+def _lt(m1, t1, c1, m2, t2, c2):
+    """Heap order: memory, then time, then code (lower blocks first)."""
+    if m1 != m2:
+        return m1 < m2
+    if t1 != t2:
+        return t1 < t2
+    return c1 < c2
+
+
+@jit_inline
+def key_lt(x, y):
+    """Whether entry x comes before entry y."""
+    return _lt(x[0], x[1], x[2], y[0], y[1], y[2])
+
+
+@jit
+def root(hf, hx):
+    """The least entry of a non-empty heap."""
+    return (hf[0, 0], hf[0, 1], hx[0, 0], hx[0, 1], hx[0, 2])
+
+
+@jit
+def push(hf, hx, n, key):
+    """Adds ``key = (memory, time, code, i, j)`` to the heap of n entries (room
+    assumed); the entries on the way up move down into the hole."""
+    m, t, c = key[0], key[1], key[2]
+    while n > 0:
+        p = (n - 1) >> 1
+        if not _lt(m, t, c, hf[p, 0], hf[p, 1], hx[p, 0]):
+            break
+        hf[n, 0], hf[n, 1] = hf[p, 0], hf[p, 1]
+        hx[n, 0], hx[n, 1], hx[n, 2] = hx[p, 0], hx[p, 1], hx[p, 2]
+        n = p
+    hf[n, 0], hf[n, 1] = m, t
+    hx[n, 0], hx[n, 1], hx[n, 2] = c, key[3], key[4]
+
+
+@jit
+def pop(hf, hx, n):
+    """Removes the root of a heap of n entries; returns the new size."""
+    n -= 1
+    if n == 0:
+        return n
+    m, t, c, i, j = hf[n, 0], hf[n, 1], hx[n, 0], hx[n, 1], hx[n, 2]
+    x = 0
+    while True:
+        y = 2 * x + 1
+        if y >= n:
+            break
+        if y + 1 < n and _lt(hf[y + 1, 0], hf[y + 1, 1], hx[y + 1, 0],
+                             hf[y, 0], hf[y, 1], hx[y, 0]):
+            y += 1
+        if not _lt(hf[y, 0], hf[y, 1], hx[y, 0], m, t, c):
+            break
+        hf[x, 0], hf[x, 1] = hf[y, 0], hf[y, 1]
+        hx[x, 0], hx[x, 1], hx[x, 2] = hx[y, 0], hx[y, 1], hx[y, 2]
+        x = y
+    hf[x, 0], hf[x, 1] = m, t
+    hx[x, 0], hx[x, 1], hx[x, 2] = c, i, j
+    return n
+
+
+@jit
+def new_heap(cap):
+    """An empty heap with room for ``cap`` entries: ``(hf, hx)``."""
+    return np.empty((cap, 2)), np.empty((cap, 3), dtype=np.int64)
+
+
+@jit
+def grow_heap(hf, hx, need):
+    """The heap copied into arrays with room for at least ``need`` entries."""
+    return grow_rows(hf, hx, need)
+
+
+@jit
+def grow_rows(f, i, need):
+    """Copies of two row arrays (floats, ints) with room for at least ``need`` rows
+    (loops, not slice assignment: that compiles numba's string formatting too)."""
+    cap = max(2 * len(f), need)
+    f2 = np.empty((cap, f.shape[1]))
+    i2 = np.empty((cap, i.shape[1]), dtype=np.int64)
+    for x in range(len(f)):
+        for y in range(f.shape[1]):
+            f2[x, y] = f[x, y]
+        for y in range(i.shape[1]):
+            i2[x, y] = i[x, y]
+    return f2, i2

@@ -1,0 +1,393 @@
+"""Compiled frontier kernels (numba): merge-style products, unions and reductions.
+
+These loops walk sorted Pareto lists and never materialize a product's candidates:
+
+* ``merge_range`` computes output cells ``c0 .. c1-1`` of a *merge*. Each output cell is
+  the reduced union of the products of some *blocks* ``a[acell] (x) mid[k] (x) b[bcell]``
+  (``layout`` says which; see ``_blocks.block_of``). A block is a set of *streams*, one
+  per point of its shorter list, each walking the longer list in ascending memory
+  (``a_i + b_j`` for j = 0, 1, ... when a's list is the shorter). A heap pops
+  candidates in ascending (memory, time) order, so Algorithm 1 runs as the candidates
+  come: a candidate is kept when it is faster than every kept point. Streams start only
+  when their first candidate is due, and a stream (or the rest of one, or the rest of a
+  block) that cannot beat the current least time is skipped whole.
+* the linear scans of ``_scans``: Algorithm 1 on sorted candidates, thinning, and the
+  suffix maxima of ``radius - time`` that bound skipped candidates' radii.
+
+Error radii (see ``_table``): a candidate's radius is the sum of its parts' radii. A
+candidate dropped for the last kept point p (which has no more memory) raises p's radius
+to at least ``r + t_p - t``; this holds for dominated candidates too, and for skipped
+ones (bounded through the suffix maxima, which are exact for whole stream ends). A
+faster candidate is also dropped when that keeps p's radius within ``budget``. With
+``exact=True`` (no radii, budget 0) the radius bookkeeping is skipped; streams jump over
+dominated candidates by galloping search (also with radii, where the candidates skipped
+share one radius).
+
+A table is passed as ``(vals, off, summary)``: ``vals`` has a row per point (memory,
+time, radius, suffix maximum of radius - time; the last two zero when exact), ``off``
+the CSR offsets of its cells, ``summary`` rows over the cells (``_blocks.corners``).
+``mid`` has rows memory, time, radius per block index (no columns: none). Every kernel
+releases the GIL, so threads can run cell ranges side by side, and is cached on disk
+(``_jit``).
+
+Usage (``_values`` prepares the arguments)::
+
+    f, i, off, counts, gap = merge_range(layout, bmap, (A, B, mid), budget, exact)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_of, live_blocks,
+                              single_cell, small_candidates)
+from frontier._heap import grow_heap, grow_rows, key_lt, new_heap, pop, push, root
+from frontier._jit import jit, jit_inline
+
+__all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
+
+SMALL_BUFFER = 256   # candidates a cell may have to be sorted instead of heaped (at most)
+
+
+@jit_inline
+def _first_below(vals, add1, add2, lo, hi, v):
+    """The first x in [lo, hi) with ``(vals[x, 1] + add1) + add2 < v`` (times
+    descending), else hi. Gallops from lo: the answer is usually close, and nearby rows
+    are in cache. The sum is formed as the candidates' times are, bit for bit."""
+    step = 1
+    while lo < hi and not (vals[lo, 1] + add1) + add2 < v:
+        lo2 = lo + step
+        if lo2 >= hi or (vals[lo2, 1] + add1) + add2 < v:
+            hi = min(hi, lo2)
+            lo += 1
+            break
+        lo = lo2 + 1
+        step *= 2
+    else:
+        return lo
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (vals[mid, 1] + add1) + add2 < v:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@jit
+def _raise(of, last, need):
+    """The keeper ``last`` now stands for a point that needs radius ``need``."""
+    if need > of[last, 2]:
+        of[last, 2] = need
+
+
+@jit
+def _next_stream(av, bv, blk, cur, v, exact):
+    """The first candidate of the block's next stream that can beat v (code -1: none),
+    when ``cur`` is the first candidate of its stream, and the radius the streams
+    skipped on the way need from the keeper (-inf: none). ``blk = (a0, a1, b0, b1, mid
+    memory, time, radius, a has radii, b has radii)``."""
+    a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
+    code, i, j = cur[2], cur[3], cur[4]
+    ta_last, tb_last = av[a1 - 1, 1] + tk, bv[b1 - 1, 1]
+    need = -np.inf
+    if a1 - a0 <= b1 - b0:                   # streams i over a, each walking b
+        s = i + 1
+        if s >= a1:
+            return (np.inf, np.inf, -1, -1, -1), need
+        if exact:
+            s = _first_below(av, tk, tb_last, s, a1, v)
+        elif ta_last + tb_last >= v:         # the rest of the block is dominated
+            need = av[s, 3] + (rk - tk) + bv[b0, 3] + v
+            s = a1
+        else:
+            while (av[s, 1] + tk) + tb_last >= v:
+                need = max(need, (av[s, 2] - av[s, 1]) + (rk - tk) + bv[b0, 3] + v)
+                s += 1
+        if s < a1:
+            return ((av[s, 0] + mk) + bv[b0, 0], (av[s, 1] + tk) + bv[b0, 1], code, s,
+                    b0), need
+        return (np.inf, np.inf, -1, -1, -1), need
+    s = j + 1                                # streams j over b, each walking a
+    if s >= b1:
+        return (np.inf, np.inf, -1, -1, -1), need
+    if exact:
+        s = _first_below(bv, ta_last, 0.0, s, b1, v)
+    elif ta_last + tb_last >= v:
+        need = bv[s, 3] + (rk - tk) + av[a0, 3] + v
+        s = b1
+    else:
+        while ta_last + bv[s, 1] >= v:
+            need = max(need, (bv[s, 2] - bv[s, 1]) + (rk - tk) + av[a0, 3] + v)
+            s += 1
+    if s < b1:
+        return ((av[a0, 0] + mk) + bv[s, 0], (av[a0, 1] + tk) + bv[s, 1], code, a0,
+                s), need
+    return (np.inf, np.inf, -1, -1, -1), need
+
+
+@jit
+def _next_in_stream(av, bv, blk, cur, v, exact):
+    """The next candidate of ``cur``'s stream that can beat v (code -1: none), and the
+    radius the candidates skipped on the way need from the keeper (-inf: none)."""
+    a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
+    code, i, j = cur[2], cur[3], cur[4]
+    x2 = code - (code & 1)                   # the block's code for later candidates
+    need = -np.inf
+    if a1 - a0 <= b1 - b0:                   # walking b
+        s = j + 1
+        if s >= b1:
+            return (np.inf, np.inf, -1, -1, -1), need
+        ta, tb_last = av[i, 1] + tk, bv[b1 - 1, 1]
+        ra = av[i, 2] + rk
+        if exact:
+            s = _first_below(bv, ta, 0.0, s, b1, v)
+        elif ta + tb_last >= v:              # the rest of the stream is dominated
+            need = (ra - ta) + bv[s, 3] + v
+            s = b1
+        elif not blk[8]:                     # one radius: the fastest skipped needs most
+            s2 = _first_below(bv, ta, 0.0, s, b1, v)
+            if s2 > s:
+                need = ra + v - (ta + bv[s2 - 1, 1])
+            s = s2
+        else:
+            while ta + bv[s, 1] >= v:
+                need = max(need, ra + bv[s, 2] + v - (ta + bv[s, 1]))
+                s += 1
+        if s < b1:
+            return ((av[i, 0] + mk) + bv[s, 0], ta + bv[s, 1], x2, i, s), need
+        return (np.inf, np.inf, -1, -1, -1), need
+    s = i + 1                                # walking a
+    if s >= a1:
+        return (np.inf, np.inf, -1, -1, -1), need
+    tb, ta_last = bv[j, 1], av[a1 - 1, 1] + tk
+    rb = bv[j, 2] + rk
+    if exact:
+        s = _first_below(av, tk, tb, s, a1, v)
+    elif ta_last + tb >= v:
+        need = (rb - tk - tb) + av[s, 3] + v
+        s = a1
+    elif not blk[7]:
+        s2 = _first_below(av, tk, tb, s, a1, v)
+        if s2 > s:
+            need = rb + v - ((av[s2 - 1, 1] + tk) + tb)
+        s = s2
+    else:
+        while (av[s, 1] + tk) + tb >= v:
+            need = max(need, av[s, 2] + rb + v - ((av[s, 1] + tk) + tb))
+            s += 1
+    if s < a1:
+        return ((av[s, 0] + mk) + bv[j, 0], (av[s, 1] + tk) + tb, x2, s, j), need
+    return (np.inf, np.inf, -1, -1, -1), need
+
+
+@jit
+def _merge_cell(where, T, buf, state):
+    """The heap merge of output cell c's live blocks into ``of``, ``oi`` from row
+    ``nout`` on (room assumed, for outputs and heap entries).
+
+    ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
+    ``buf = ((hf, hx), of, oi)``; ``state = (nout, budget, exact)``. Returns (the new
+    nout, candidates examined, the largest thinning gap). Separate from
+    ``merge_range``, and with each table's values in one array, so that numba counts
+    no references in the loop: it does when an array is reassigned in a loop, taken
+    out of a tuple, or passed to a function it inlines itself (``_jit``); the atomic
+    counts took most of the time before.
+    """
+    layout, bmap, c, live, corner = where
+    (hf, hx), of, oi = buf
+    nout, budget, exact = state
+    av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
+    has_mid, a_rad, b_rad = mid.shape[1] > 0, layout[8], layout[9]
+    examined = 0
+    gap = 0.0
+    v = np.inf
+    last = -1
+    hn = 0
+    for s in range(len(live)):
+        x = live[s]
+        acell, bcell, k = block_of(layout, bmap, c, x)
+        push(hf, hx, hn, (corner[0, x], corner[3, x], 2 * x + 1, aoff[acell], boff[bcell]))
+        hn += 1
+    if hn == 0:
+        return nout, examined, gap
+    cur = root(hf, hx)
+    hn = pop(hf, hx, hn)
+    while True:
+        m, t, code, i, j = cur
+        examined += 1
+        acell, bcell, k = block_of(layout, bmap, c, code >> 1)
+        mk, tk, rk = 0.0, 0.0, 0.0
+        if has_mid:
+            mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
+        blk = (aoff[acell], aoff[acell + 1], boff[bcell], boff[bcell + 1], mk, tk, rk,
+               a_rad, b_rad)
+        nxt1 = (np.inf, np.inf, -1, -1, -1)
+        if code & 1:                             # the block's next stream, if it can win
+            nxt1, need = _next_stream(av, bv, blk, cur, v, exact)
+            if last >= 0 and need > of[last, 2]:
+                of[last, 2] = need
+        r = 0.0 if exact else (av[i, 2] + rk) + bv[j, 2]
+        if t >= v:                               # dominated by the last kept point
+            if not exact:
+                _raise(of, last, r + (v - t))
+        elif last >= 0 and r + (v - t) <= budget:    # thinned: the keeper stands for it
+            gap = max(gap, v - t)
+            _raise(of, last, r + (v - t))
+        elif last >= 0 and of[last, 0] == m:         # same memory, faster: replaces it
+            of[last, 2] = max(r, of[last, 2] + t - of[last, 1])
+            of[last, 1] = t
+            oi[last, 0], oi[last, 1], oi[last, 2] = i, j, k
+            v = t
+        else:
+            of[nout, 0], of[nout, 1], of[nout, 2] = m, t, r
+            oi[nout, 0], oi[nout, 1], oi[nout, 2] = i, j, k
+            last = nout
+            nout += 1
+            v = t
+        nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact)
+        if last >= 0 and need > of[last, 2]:
+            of[last, 2] = need
+        # Go on with the least of the successors and the heap, touching the heap only
+        # when needed (a block often wins several times in a row).
+        if key_lt(nxt2, nxt1):
+            nxt1, nxt2 = nxt2, nxt1
+        if nxt2[2] >= 0:
+            push(hf, hx, hn, nxt2)
+            hn += 1
+        if nxt1[2] >= 0 and (hn == 0 or key_lt(nxt1, root(hf, hx))):
+            cur = nxt1
+            continue
+        if nxt1[2] >= 0:
+            push(hf, hx, hn, nxt1)
+            hn += 1
+        if hn == 0:
+            break
+        cur = root(hf, hx)
+        hn = pop(hf, hx, hn)
+    return nout, examined, gap
+
+
+@jit
+def _keep_single(layout, c, T, corner, live, budget, exact, out):
+    """Output cell c of a COMBINE of one-point cells (``single_cell``), appended to
+    ``out = (of, oi, nout)``; returns (the new out, points found or -1, thinning gap)."""
+    of, oi, nout = out
+    h, g = single_cell(layout, c, T, corner, live, budget, exact)
+    if h < 0:
+        return out, h, 0.0
+    if nout + h > len(of):
+        of, oi = grow_rows(of, oi, nout + h)
+    K, P = layout[1], layout[2]
+    aoff, boff = T[0][1], T[1][1]
+    w0, p0 = c // P, c % P
+    for s in range(h):
+        x = live[s]
+        of[nout, 0], of[nout, 1] = corner[0, x], corner[1, x]
+        of[nout, 2] = 0.0 if exact else corner[2, x]
+        oi[nout, 0], oi[nout, 1], oi[nout, 2] = aoff[w0 * K + x], boff[p0 * K + x], x
+        nout += 1
+    return (of, oi, nout), h, g
+
+
+@jit
+def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
+    """Output cell c from its few candidates, sorted (``small_candidates``), appended
+    to ``state = (of, oi, nout, budget, exact, nf)``; returns (of, oi, nout, examined,
+    gap)."""
+    of, oi, nout, budget, exact, nf = state
+    n = small_candidates(layout, bmap, c, T, live[:nlive], small, (exact, nf))
+    if nout + n > len(of):
+        of, oi = grow_rows(of, oi, nout + n)
+    sf, si, order, _ = small
+    gap = 0.0
+    v = np.inf
+    last = -1
+    for s in range(n):
+        x = order[s]
+        m, t, r = sf[0, x], sf[1, x], sf[2, x]
+        if last >= 0 and (t >= v or r + (v - t) <= budget):
+            if t < v:
+                gap = max(gap, v - t)
+            if not exact:
+                _raise(of, last, r + (v - t))
+            continue
+        of[nout, 0], of[nout, 1], of[nout, 2] = m, t, r
+        oi[nout, 0], oi[nout, 1], oi[nout, 2] = si[0, x], si[1, x], si[2, x]
+        last = nout
+        nout += 1
+        v = t
+    return of, oi, nout, n, gap
+
+
+@jit
+def merge_range(layout, bmap, T, budget, exact):
+    """Output cells ``layout[3]`` .. ``layout[4] - 1`` of a merge (see module doc).
+
+    Args:
+        layout: int array ``(mode, K, P, c0, c1, single, small, single_max, a_rad,
+            b_rad)``; ``bmap``: see ``block_of``. single: 1 when every cell of a and b
+            holds one point (COMBINE only); then cells whose frontier has at most
+            ``single_max`` points are solved by repeated minima. Cells with at most
+            ``small`` candidates (<= ``SMALL_BUFFER``) are sorted instead of heaped.
+            a_rad, b_rad: 1 when a's (b's) points have radii.
+        T: ``(A, B, mid)``, tables ``(vals, off, summary)`` and the mid rows (see the
+            module doc).
+        budget: seconds; a faster candidate is dropped when its keeper's radius stays
+            within it. exact: no radii anywhere and budget 0.
+
+    Returns:
+        ``(f, i, off, counts, gap)``: per kept point (memory, time, radius) and (index
+        in a, index in b, mid index); the offsets of the cells; candidates examined and
+        blocks merged; the largest ``t_keeper - t`` of a faster candidate dropped within
+        the budget.
+    """
+    K, c0, c1 = layout[1], layout[3], layout[4]
+    aoff, boff = T[0][1], T[1][1]
+    of = np.empty((256, 3))
+    oi = np.empty((256, 3), dtype=np.int64)
+    ooff = np.zeros(c1 - c0 + 1, dtype=np.int64)
+    H = new_heap(max(64, 2 * K + 2))
+    live = np.empty(K, dtype=np.int64)
+    corner = np.empty((7, K))
+    small = (np.empty((3, SMALL_BUFFER)), np.empty((3, SMALL_BUFFER), dtype=np.int64),
+             np.empty(SMALL_BUFFER, dtype=np.int64), np.empty((3, SMALL_BUFFER)))
+    nout = 0
+    examined = 0
+    merged = 0
+    gap = 0.0
+    single = layout[0] == COMBINE and layout[5] == 1
+    for c in range(c0, c1):
+        if single:
+            (of, oi, nout), h, g = _keep_single(layout, c, T, corner, live, budget, exact,
+                                                (of, oi, nout))
+            if h >= 0:
+                examined += K
+                merged += K
+                gap = max(gap, g)
+                ooff[c - c0 + 1] = nout
+                continue
+        nlive, nf = live_blocks(layout, bmap, c, T, exact, live, corner, small[3])
+        merged += nlive
+        total = 0
+        streams = 0
+        for s in range(nlive):
+            acell, bcell, k = block_of(layout, bmap, c, live[s])
+            na, nb = aoff[acell + 1] - aoff[acell], boff[bcell + 1] - boff[bcell]
+            total += na * nb
+            streams += min(na, nb)
+        if total <= min(layout[6], SMALL_BUFFER):   # few candidates: sort, no heap
+            of, oi, nout, n, g = _sorted_cell(layout, bmap, c, T, nlive, live, small,
+                                              (of, oi, nout, budget, exact, nf))
+        else:
+            # Room for every candidate's output, and a heap entry per stream and block.
+            if nout + total > len(of):
+                of, oi = grow_rows(of, oi, nout + total)
+            if streams + nlive + 2 > len(H[0]):
+                H = grow_heap(H[0], H[1], streams + nlive + 2)
+            nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
+                                     (H, of, oi), (nout, budget, exact))
+        examined += n
+        gap = max(gap, g)
+        ooff[c - c0 + 1] = nout
+    return of[:nout], oi[:nout], ooff, np.array([examined, merged]), gap

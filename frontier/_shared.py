@@ -1,0 +1,132 @@
+"""Products computed once per group of identical configurations, then copied.
+
+Repeated layers make many configurations' frontiers identical: rows of an edge table
+that are equal in every column, or columns equal in every row. These wrappers find the
+groups (``row_groups``), run the kernels of ``_values`` on one representative each,
+and map the results and back pointers to every member. The results are the same as
+without grouping.
+
+Usage::
+
+    t, ia, ib, k = combine_shared(a, b, Shape(W, K, P), mid=m, threads=2, budget=0.0)
+    t, ia, ib = cell_product_shared(a, b, R, C)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from frontier._table import (IDX, Table, cell_ids, gather, radius_max, row_groups,
+                             single_point_cells, transpose)
+from frontier._values import MergeCounts, Shape, cell_product, combine, union_groups
+
+__all__ = ["combine_grouped", "combine_shared", "cell_product_shared"]
+
+
+def _note(counts: Optional[MergeCounts], **add: int) -> None:
+    if counts is not None:
+        for key, value in add.items():
+            setattr(counts, key, getattr(counts, key) + value)
+
+
+def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
+                    post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
+                    counts: Optional[MergeCounts] = None):
+    """``combine`` with equal configurations shared.
+
+    Configurations k whose rows of ``b`` are identical are merged first: the union over
+    them of ``a[w,k] (x) mid[k]`` is reduced once per group (``union_groups``; exact,
+    since union distributes over product; only dominated points go there, so radii stay
+    within what the inputs had). Configurations p whose columns of ``b`` are identical
+    share one result, translated by ``post[p]``. Same output and back pointers as
+    ``combine``; falls back to it when few configurations are equal.
+    """
+    W, K, P = shape.W, shape.K, shape.P
+    rg, rrep = row_groups(b, K, P)
+    bt, _ = transpose(b, K, P)
+    cg, crep = row_groups(bt, P, K)
+    G, H = len(rrep), len(crep)
+    _note(counts, row_groups=G, col_groups=H, rows=K, cols=P)
+    if G * H * 4 > K * P * 3:
+        return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
+                       counts=counts)
+    a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, counts=counts)
+    b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
+    if post is not None:
+        assert single_point_cells(post) and post.ncells == P
+        budget = max(0.0, budget - radius_max(post))
+    c2, ia2, ib2, _ = combine(a2, b2, Shape(W, G, H), threads=threads, budget=budget,
+                              counts=counts)
+    c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
+    ia = ia_a2[ia2[cidx]]
+    kk = k_a2[ia2[cidx]]
+    src = b2src[ib2[cidx]]                       # point in a representative cell of b
+    local = src - b.off[np.searchsorted(b.off, src, side="right") - 1]
+    pc = cell_ids(c) % P
+    ib = b.off[kk * P + pc] + local
+    if post is not None:
+        rad = None
+        if c.radius is not None or post.radius is not None:
+            rad = c.radii() + post.radii()[pc]
+        c = Table(c.mem + post.mem[pc], c.time + post.time[pc], c.off, rad)
+    return c, ia, ib, kk
+
+
+def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
+                   post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
+                   counts: Optional[MergeCounts] = None):
+    """``combine_grouped`` computed once per group of identical rows w of ``a``.
+
+    Rows w, w' of ``a`` with identical frontiers give identical result rows, so only
+    one representative per group is computed and then copied; back pointers are moved
+    to each row's own cells (same position within an identical frontier).
+    """
+    W, K, P = shape.W, shape.K, shape.P
+    wg, wrep = row_groups(a, W, K) if W > 1 else (np.zeros(1, IDX), np.zeros(1, IDX))
+    if len(wrep) == W:
+        return combine_grouped(a, b, shape, mid=mid, post=post, threads=threads,
+                               budget=budget, counts=counts)
+    ar, ar_src = gather(a, (wrep[:, None] * K + np.arange(K)[None, :]).reshape(-1))
+    c, ia, ib, kk = combine_grouped(ar, b, Shape(len(wrep), K, P), mid=mid, post=post,
+                                    threads=threads, budget=budget, counts=counts)
+    cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
+    kk = kk[cidx]
+    ib = ib[cidx]
+    src = ar_src[ia[cidx]]                       # point of a in the representative row
+    w = cell_ids(cf) // P
+    local = src - a.off[wrep[wg[w]] * K + kk]
+    return cf, a.off[w * K + kk] + local, ib, kk
+
+
+def _joint_groups(x: Table, y: Table, R: int, C: int):
+    gx, _ = row_groups(x, R, C)
+    gy, _ = row_groups(y, R, C)
+    _, first, gid = np.unique(gx * (R + 1) + gy, return_index=True, return_inverse=True)
+    return gid.reshape(-1).astype(IDX), first.astype(IDX)
+
+
+def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0.0,
+                        threads: int = 1, counts: Optional[MergeCounts] = None):
+    """``cell_product(a, b, identity)`` for two R x C tables, computed once per group of
+    rows identical in both and columns identical in both, then copied (Eq. 5)."""
+    rg, rrep = _joint_groups(a, b, R, C)
+    at, _ = transpose(a, R, C)
+    bt, _ = transpose(b, R, C)
+    cg, crep = _joint_groups(at, bt, C, R)
+    if len(rrep) * len(crep) * 4 > R * C * 3:
+        return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
+                            counts=counts)
+    cells = (rrep[:, None] * C + crep[None, :]).reshape(-1)
+    asub, asrc = gather(a, cells)
+    bsub, bsrc = gather(b, cells)
+    csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), budget=budget,
+                                threads=threads, counts=counts)
+    H = len(crep)
+    c, cidx = gather(csub, (rg[:, None] * H + cg[None, :]).reshape(-1))
+    out_cell = cell_ids(c)
+    rep_cell = cells[rg[out_cell // C] * H + cg[out_cell % C]]
+    ia_full = a.off[out_cell] + (asrc[ia[cidx]] - a.off[rep_cell])
+    ib_full = b.off[out_cell] + (bsrc[ib[cidx]] - b.off[rep_cell])
+    return c, ia_full, ib_full

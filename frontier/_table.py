@@ -1,0 +1,132 @@
+"""Frontier tables: one Pareto frontier per cell, stored flat, with per-point error radii.
+
+A *frontier table* holds one frontier per *cell* (a configuration, or a pair of
+configurations), in CSR form::
+
+    t = Table(mem, time, off)         # cell c owns points off[c]:off[c+1]
+    t.mem[off[c]:off[c+1]]            # ascending memory
+    t.time[off[c]:off[c+1]]           # strictly descending time
+    t.radius                          # None (exact) or seconds per point, see below
+
+A point's *radius* r says how far the exact frontier may lie below it: every exact point
+of the cell that the point stands for has at least its memory and at most ``r`` seconds
+less time. Radii add under products; a point dropped for a kept one with no more memory
+hands the keeper ``max(r_keeper, r_dropped + t_keeper - t_dropped)`` (``_kernels``). A
+table whose radius is None is exact.
+
+Usage::
+
+    t.ncells, t.npoints, t.counts(), t.max_cell()
+    sub, idx = gather(t, np.array([3, 1]))        # cells 3 and 1 of t, and their points
+    tt, idx = transpose(t, R, C)                  # cell c*R + r = cell r*C + c of t
+    gid, reps = row_groups(t, R, C)               # rows with identical frontiers
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["Table", "IDX", "offsets", "cell_ids", "gather", "transpose", "row_groups",
+           "single_point_cells", "radius_max"]
+
+IDX = np.int64
+
+
+@dataclass
+class Table:
+    """A frontier per cell, flat. ``off`` has ``ncells + 1`` entries; ``radius`` is None
+    (every point exact) or one float per point."""
+
+    mem: np.ndarray
+    time: np.ndarray
+    off: np.ndarray
+    radius: Optional[np.ndarray] = None
+
+    @property
+    def ncells(self) -> int:
+        return len(self.off) - 1
+
+    @property
+    def npoints(self) -> int:
+        return len(self.mem)
+
+    def counts(self) -> np.ndarray:
+        return np.diff(self.off)
+
+    def max_cell(self) -> int:
+        return int(self.counts().max()) if self.ncells else 0
+
+    def radii(self) -> np.ndarray:
+        """The radius of every point (zeros when exact)."""
+        return np.zeros(self.npoints) if self.radius is None else self.radius
+
+    def take(self, idx: np.ndarray, off: np.ndarray) -> "Table":
+        """The points ``idx`` of this table as a new table with offsets ``off``."""
+        return Table(self.mem[idx], self.time[idx], off,
+                     None if self.radius is None else self.radius[idx])
+
+
+def radius_max(t: Table) -> float:
+    """The largest radius of the table (0.0 when exact or empty)."""
+    return float(t.radius.max()) if t.radius is not None and len(t.radius) else 0.0
+
+
+def single_point_cells(t: Table) -> bool:
+    """True when every cell holds exactly one point (then point index == cell index)."""
+    return t.npoints == t.ncells
+
+
+def offsets(cells: np.ndarray, ncells: int) -> np.ndarray:
+    """CSR offsets of points whose (sorted) cells are ``cells``."""
+    off = np.zeros(ncells + 1, dtype=IDX)
+    if len(cells):
+        np.cumsum(np.bincount(cells, minlength=ncells), out=off[1:])
+    return off
+
+
+def cell_ids(t: Table) -> np.ndarray:
+    """The cell of every point."""
+    return np.repeat(np.arange(t.ncells, dtype=IDX), t.counts())
+
+
+def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
+    """A new table whose cell i is a copy of ``a``'s cell ``cells[i]``, and the index in
+    ``a`` of each of its points."""
+    cnt = a.counts()[cells]
+    off = np.zeros(len(cells) + 1, dtype=IDX)
+    np.cumsum(cnt, out=off[1:])
+    ncell = np.repeat(np.arange(len(cells), dtype=IDX), cnt)
+    idx = a.off[cells][ncell] + (np.arange(off[-1], dtype=IDX) - off[:-1][ncell])
+    return a.take(idx, off), idx
+
+
+def transpose(t: Table, R: int, C: int) -> tuple[Table, np.ndarray]:
+    """The table with cell ``c*R + r`` = cell ``r*C + c`` of ``t``."""
+    perm = (np.arange(R)[None, :] * C + np.arange(C)[:, None]).reshape(-1)
+    return gather(t, perm)
+
+
+def row_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """Groups the rows of a table with R x C cells (cell ``r*C + c``) whose frontiers
+    (and radii) are identical in every column.
+
+    Returns:
+        ``(gid, reps)``: the group of each row, and one representative row per group.
+    """
+    seen: dict[bytes, int] = {}
+    gid = np.empty(R, dtype=IDX)
+    reps = []
+    for r in range(R):
+        o = t.off[r * C:(r + 1) * C + 1]
+        s, e = o[0], o[-1]
+        key = (o - s).tobytes() + t.mem[s:e].tobytes() + t.time[s:e].tobytes()
+        if t.radius is not None:
+            key += t.radius[s:e].tobytes()
+        g = seen.setdefault(key, len(seen))
+        if g == len(reps):
+            reps.append(r)
+        gid[r] = g
+    return gid, np.asarray(reps, dtype=IDX)

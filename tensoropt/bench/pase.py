@@ -1,0 +1,88 @@
+"""PaSE's benchmark models on our frontier search, beside PaSE's own DP timings.
+
+    python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer]
+                                   [--devices 16,32,64] [--epsilon E] [--max-candidates N]
+
+For each model (the zoo's PaSE shapes: InceptionV3 and ResNet101 at batch 128, the
+Transformer at batch 64) and device count, on ``paper-v100x16`` scaled to that count, it
+prints the search's seconds split into pricing (configurations and edge tables) and
+Frontier-Tracking, the frontier's plan count, its error bound (0 when exact), the fastest
+plan's estimated time, and the seconds PaSE's DP took on this 2-core machine for its single
+minimum-time point (issue 14's table; ``>`` means it did not finish in that time).
+
+PaSE returns one point; this search returns the whole memory/time frontier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import tensoropt as to
+from tensoropt import models
+from tensoropt.cluster import get_cluster
+from tensoropt.search.driver import SearchOptions
+from tensoropt.search.strategy import frontier_for
+
+__all__ = ["PASE_DP_SECONDS", "run", "main"]
+
+#: PaSE's DP (min time only, its own cost model) on this machine: model -> devices ->
+#: (seconds, finished); unfinished runs were stopped at the seconds given.
+PASE_DP_SECONDS = {
+    "inception_v3": {16: (12.0, True), 32: (36.0, True), 64: (99.0, True)},
+    "resnet101": {16: (69.0, True), 32: (252.0, True), 64: (300.0, False)},
+    "pase_transformer": {16: (168.0, True), 32: (300.0, False), 64: (300.0, False)},
+}
+
+
+def run(model: str, devices: int, search: SearchOptions) -> dict:
+    """Searches one model's frontier; returns its figures."""
+    to.reset_default_graph()
+    models.build(model, size="paper")
+    start = time.perf_counter()
+    result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
+                          search=search)
+    total = time.perf_counter() - start
+    stats = result.stats
+    plans = result.plans
+    return {"model": model, "devices": devices, "pricing_s": stats["build_s"],
+            "tracking_s": stats["track_s"], "total_s": total, "plans": len(plans),
+            "bound_s": stats["frontier"].time_error_bound_s,
+            "fastest_s": min(t for _, t in plans.points)}
+
+
+def _reference(model: str, devices: int) -> str:
+    seconds, finished = PASE_DP_SECONDS.get(model, {}).get(devices, (None, True))
+    if seconds is None:
+        return "-"
+    return f"{seconds:.0f} s" if finished else f"> {seconds:.0f} s"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tensoropt.bench pase")
+    parser.add_argument("--models", default="inception_v3,resnet101,pase_transformer")
+    parser.add_argument("--devices", default="16,32,64", help="comma-separated device counts")
+    parser.add_argument("--epsilon", type=float, default=None,
+                        help="epsilon-approximate frontiers (default exact)")
+    parser.add_argument("--max-candidates", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    args = parser.parse_args(argv)
+    try:
+        counts = [int(d) for d in args.devices.split(",") if d]
+    except ValueError:
+        parser.error(f"--devices {args.devices!r}: give comma-separated ints, e.g. 16,32,64")
+    search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
+                           threads=args.threads)
+    print(f"{'model':<18}{'devices':>8}{'pricing s':>11}{'tracking s':>12}{'total s':>10}"
+          f"{'plans':>7}{'bound s':>10}{'fastest s':>11}  PaSE DP (one point)", flush=True)
+    for model in filter(None, args.models.split(",")):
+        for devices in counts:
+            r = run(model, devices, search)
+            print(f"{model:<18}{devices:>8}{r['pricing_s']:>11.1f}{r['tracking_s']:>12.1f}"
+                  f"{r['total_s']:>10.1f}{r['plans']:>7}{r['bound_s']:>10.3g}{r['fastest_s']:>11.4f}"
+                  f"  {_reference(model, devices)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

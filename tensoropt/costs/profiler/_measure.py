@@ -1,0 +1,355 @@
+"""Profiled compute: each op's local shard run in TensorFlow on this machine's CPU.
+
+For an op and a configuration, ``ComputeProfiler.compute_s`` builds a small graph-mode
+TensorFlow graph holding only the op's local shard, times it, and caches the result.
+
+Method (``measure``):
+
+1. Every input is a resource variable of the *local* shape, initialized once with random
+   values: floats uniform in [0.5, 1.5) (valid for log, sqrt, rsqrt, divide), int inputs
+   uniform below the bound ``int_input_ranges`` gives (embedding ids below the full
+   vocabulary, sparse labels below the class count; zeros otherwise). Variables, unlike
+   constants, cannot be folded away by Grappler.
+2. The op is lowered with ``op.op_def.lower`` and a ``LoweringContext`` of the local
+   shapes. A split vocabulary gets ``extra["dim_offsets"]`` of the first shard; a split
+   LSTM hidden dim gets a local stand-in for its all-gather (``tf.tile``: the
+   communication itself is priced by the collectives, not here).
+3. Backward is ``tf.gradients(outputs, float inputs, grad_ys=dy)`` with ``dy`` random
+   variables of the output shapes, so no extra reduction is timed. Gradients flow to
+   every float input, matching the FLOP counts of the op definitions.
+4. The session is configured as ``tensoropt.runtime`` configures training: the given
+   intra-op threads, one inter-op thread, Grappler's meta-optimizer off. One step is
+   one ``session.run`` fetching a single element of every forward output and every
+   gradient (a fetch forces the computation even where Grappler would prune work that
+   only a ``tf.group`` needs; one element avoids timing a copy of whole tensors).
+   After ``warmup`` steps, steps are timed until at least ``min_runs`` ran and
+   ``min_time_s`` passed (at most ``max_runs``). The result is the median step minus
+   the overhead, floored at 0. The overhead is the median of an otherwise empty
+   ``session.run`` fetching as many scalars (from a tiny variable), timed in the same
+   session, so tiny ops are not dominated by the fixed cost of a step. On a machine
+   shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
+   is steadier than the median; the statistic is part of the cache key.
+
+Shards too large to run here (more than ``max_bytes`` of inputs, outputs and their
+gradients, or more than ``max_flops`` by the op's FLOP count) are measured on a stand-in
+with one dim further divided ``f`` ways (``fit_shard``), and the time multiplied by
+``f``; the cache keeps the scaled time under the shard's own key.
+
+Sources (variables, placeholders, fills) compute nothing and are never run.
+
+Usage::
+
+    profiler = ComputeProfiler()                       # ~/.cache/tensoropt/compute-profile.json
+    profiler.compute_s(op, config)                     # seconds, measured once per key
+    ComputeProfiler(cache_path=None, threads=4)        # in memory only, 4 TF threads
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from tensoropt._tf import import_tensorflow
+from tensoropt.configs import Config, enumerate_configs
+from tensoropt.ops.registry import LoweringContext
+from tensoropt.costs.profiler._analytical import SOURCE_KINDS
+from tensoropt.costs.profiler._cache import ProfileCache, default_cache_path
+from tensoropt.costs.profiler._shard import LocalShard, fit_shard, local_shard
+
+__all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description"]
+
+_DEFAULT = object()
+_STATISTICS = {"median": statistics.median, "min": min}
+
+
+def _tensorflow_version() -> str:
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-intel", "tensorflow-macos"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return import_tensorflow().__version__
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _default_max_bytes() -> float:
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        ram = 8 * 2**30
+    return float(min(ram / 8, 4 * 2**30))
+
+
+@functools.lru_cache(maxsize=None)
+def machine_description(threads: int | None = None) -> dict:
+    """The part of every cache key that names this machine.
+
+    Args:
+        threads: TensorFlow's intra-op threads; None means every available CPU.
+    """
+    return {"tensorflow": _tensorflow_version(), "cpu": _cpu_model(),
+            "threads": int(threads) if threads else _available_cpus()}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One timing of one shard.
+
+    Attributes:
+        seconds: step minus overhead, floored at 0: the compute time.
+        step_s: the median (or min) of the timed ``session.run`` steps.
+        overhead_s: the same statistic of an empty ``session.run``.
+        runs: how many steps were timed.
+    """
+
+    seconds: float
+    step_s: float
+    overhead_s: float
+    runs: int
+
+
+class ComputeProfiler:
+    """Measured forward + backward seconds of each op's local shard, cached by key.
+
+    Args:
+        cache_path: the JSON profile file; default ``default_cache_path()``
+            (``~/.cache/tensoropt/compute-profile.json``); None keeps it in memory only.
+        threads: TensorFlow intra-op threads; None reads ``TENSOROPT_THREADS`` (as
+            ``tensoropt.runtime`` does), else TensorFlow's default, all CPUs.
+        warmup: untimed steps before timing.
+        min_runs: the fewest timed steps.
+        max_runs: the most timed steps.
+        min_time_s: keep timing (up to ``max_runs``) until this much time was spent.
+        seed: graph-level random seed of the inputs.
+        statistic: "median" (default) or "min" of the timed steps.
+        max_bytes: the most bytes one measurement may hold (default: 1/8 of this
+            machine's memory, at most 4 GiB); larger shards are measured scaled down.
+        max_flops: the most FLOPs (forward + backward, by the op definition) one step may
+            take; larger shards are measured scaled down.
+
+    Attributes:
+        measurements: shards run in TensorFlow by this object (cache misses).
+        hits: answers served from the cache.
+
+    Raises:
+        ValueError: for a corrupt or wrong-version cache file, or bad run counts.
+    """
+
+    def __init__(self, cache_path=_DEFAULT, *, threads: int | None = None, warmup: int = 2,
+                 min_runs: int = 5, max_runs: int = 50, min_time_s: float = 0.05, seed: int = 0,
+                 statistic: str = "median", max_bytes: float | None = None,
+                 max_flops: float = 5e10):
+        if not 1 <= min_runs <= max_runs:
+            raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
+        if warmup < 0 or min_time_s < 0:
+            raise ValueError(f"warmup={warmup}, min_time_s={min_time_s}: both must be >= 0")
+        if threads is None and os.environ.get("TENSOROPT_THREADS", "0") not in ("", "0"):
+            threads = int(os.environ["TENSOROPT_THREADS"])
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads={threads}: give a positive thread count, or None for all CPUs")
+        if statistic not in _STATISTICS:
+            raise ValueError(f"statistic={statistic!r}: use one of {sorted(_STATISTICS)}")
+        self.statistic = statistic
+        self.max_bytes = float(max_bytes) if max_bytes is not None else _default_max_bytes()
+        self.max_flops = float(max_flops)
+        if not (self.max_bytes > 0 and self.max_flops > 0):
+            raise ValueError(f"max_bytes={max_bytes}, max_flops={max_flops}: both must be > 0")
+        self.cache = ProfileCache(default_cache_path() if cache_path is _DEFAULT else cache_path)
+        self.threads = threads
+        self.warmup = warmup
+        self.min_runs = min_runs
+        self.max_runs = max_runs
+        self.min_time_s = min_time_s
+        self.seed = seed
+        self.measurements = 0
+        self.hits = 0
+
+    # -- keys and cache ------------------------------------------------------------------
+    def key(self, shard: LocalShard) -> str:
+        """The cache key of ``shard`` on this machine."""
+        machine = json.dumps({**machine_description(self.threads), "statistic": self.statistic},
+                             sort_keys=True, separators=(",", ":"))
+        return f"{machine}|{shard.key()}"
+
+    def compute_s(self, op, config: Config) -> float:
+        """Forward + backward seconds of ``op``'s local shard under ``config``.
+
+        Measured on the first request for its key, then served from the cache.
+
+        Raises:
+            ValueError: for an input dtype other than float32/int32.
+            tensorflow.errors.OpError: if TensorFlow cannot run the shard (a bug in the
+                op's lowering or in the inputs made for it).
+        """
+        if op.kind in SOURCE_KINDS:
+            return 0.0
+        shard = local_shard(op, config)
+        key = self.key(shard)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        flops = op.space.flops / config.split_factor()
+        stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
+        seconds = self.measure(op, stand_in).seconds * factor
+        self.cache.put(key, seconds)
+        return seconds
+
+    def save(self) -> None:
+        """Writes new cache entries to the file now (they are also written every few
+        seconds and at exit)."""
+        self.cache.save()
+
+    # -- measuring -----------------------------------------------------------------------
+    def measure(self, op, shard: LocalShard) -> Measurement:
+        """Times ``shard`` of ``op`` in TensorFlow now (no cache). See the module docstring."""
+        if op.kind in SOURCE_KINDS:
+            raise ValueError(f"{op.kind} '{op.name}' computes nothing; its compute time is 0")
+        tf = import_tensorflow()
+        graph = tf.Graph()
+        with graph.as_default(), tf.device("/cpu:0"):
+            tf.compat.v1.set_random_seed(self.seed)
+            target = self._build(tf, op, shard)
+            empty_target = self._empty_fetches(tf, len(target))
+            init = tf.compat.v1.global_variables_initializer()
+        # The session is configured as tensoropt.runtime configures the training session:
+        # intra-op threads as given, one inter-op thread, Grappler off.
+        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.threads or 0,
+                                          inter_op_parallelism_threads=1, device_count={"GPU": 0})
+        config.graph_options.rewrite_options.disable_meta_optimizer = True
+        with tf.compat.v1.Session(graph=graph, config=config) as sess:
+            sess.run(init)
+            for _ in range(self.warmup):
+                sess.run(target)
+            steps = self._time(sess, target, self.min_runs, self.max_runs, self.min_time_s)
+            for _ in range(3):
+                sess.run(empty_target)
+            empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
+        self.measurements += 1
+        stat = _STATISTICS[self.statistic]
+        step, overhead = stat(steps), stat(empty)
+        return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
+                           runs=len(steps))
+
+    @staticmethod
+    def _time(sess, target, min_runs: int, max_runs: int, min_time_s: float) -> list[float]:
+        times: list[float] = []
+        while len(times) < min_runs or (sum(times) < min_time_s and len(times) < max_runs):
+            start = time.perf_counter()
+            sess.run(target)
+            times.append(time.perf_counter() - start)
+        return times
+
+    def _build(self, tf, op, shard: LocalShard):
+        """Scalar fetches whose computation is the shard's forward and backward."""
+        inputs = []
+        for i, ((shape, dtype), bound) in enumerate(zip(shard.inputs, shard.int_ranges)):
+            if dtype == "float32":
+                value = tf.random.uniform(shape, 0.5, 1.5, dtype=tf.float32)
+            elif dtype == "int32":
+                value = tf.random.uniform(shape, 0, max(int(bound or 1), 1), dtype=tf.int32)
+            else:
+                raise ValueError(f"{op.kind} '{op.name}': input {i} has dtype {dtype}, which the "
+                                 "profiler cannot fill; profile float32/int32 ops only")
+            var = tf.compat.v1.Variable(value, trainable=False, use_resource=True, name=f"input_{i}")
+            inputs.append(var.value())
+        dims, local = dict(shard.dim_sizes), dict(shard.local_dim_sizes)
+        extra = {"dim_offsets": {d: 0 for d in dims}}
+        if op.kind == "lstm" and local["h"] != dims["h"]:
+            factor = dims["h"] // local["h"]
+            extra["allgather_hidden"] = lambda h: tf.tile(h, [1, factor])
+        ctx = LoweringContext(output_shapes=[s for s, _ in shard.outputs], dim_sizes=dims,
+                              local_dim_sizes=local, seed=None, extra=extra)
+        outputs = list(op.op_def.lower(tf, op, inputs, ctx))
+        got = [tuple(o.shape.as_list()) for o in outputs]
+        want = [s for s, _ in shard.outputs]
+        if got != want:
+            raise AssertionError(f"{op.kind} '{op.name}': the lowering of the local shard produced "
+                                 f"shapes {got}, expected {want}")
+        ys, dys = [], []
+        for j, o in enumerate(outputs):
+            if o.dtype.is_floating:
+                dy = tf.compat.v1.Variable(tf.random.uniform(want[j], 0.5, 1.5, dtype=o.dtype),
+                                           trainable=False, use_resource=True, name=f"dy_{j}")
+                ys.append(o)
+                dys.append(dy.value())
+        xs = [x for x, (_, dtype) in zip(inputs, shard.inputs) if dtype == "float32"]
+        grads = []
+        if ys and xs:
+            grads = [g for g in tf.gradients(ys, xs, grad_ys=dys) if g is not None]
+        # One element of each result is fetched: Grappler prunes work that only a
+        # tf.group (a control edge) needs, so the values must be fetched, but copying
+        # whole tensors out would be timed too.
+        return [tf.reshape(t, [-1])[0] for t in outputs + grads]
+
+    @staticmethod
+    def _empty_fetches(tf, n: int):
+        """``n`` scalar fetches of a tiny variable: the fixed cost of a step's fetches."""
+        tiny = tf.compat.v1.Variable(tf.zeros([n]), trainable=False, use_resource=True, name="tiny")
+        value = tiny.value()
+        return [value[i] for i in range(n)]
+
+
+@dataclass(frozen=True)
+class GraphProfile:
+    """What profiling a whole graph did.
+
+    Attributes:
+        ops: compute ops (sources excluded).
+        configs: (op, configuration) pairs priced.
+        measured: pairs run in TensorFlow (distinct keys not already cached).
+        cached: pairs answered by the cache.
+        seconds: wall time.
+    """
+
+    ops: int
+    configs: int
+    measured: int
+    cached: int
+    seconds: float
+
+
+def profile_graph(graph, num_devices: int, profiler: ComputeProfiler,
+                  progress: Callable[[int, int, str], None] | None = None) -> GraphProfile:
+    """Prices every configuration of every compute op of ``graph`` on ``num_devices``.
+
+    Args:
+        progress: called as ``progress(done_ops, total_ops, op_name)`` after each op.
+    """
+    start = time.perf_counter()
+    measured0, hits0 = profiler.measurements, profiler.hits
+    ops = [op for op in graph.operations if op.kind not in SOURCE_KINDS]
+    pairs = 0
+    for n, op in enumerate(ops, 1):
+        for config in enumerate_configs(op, num_devices):
+            profiler.compute_s(op, config)
+            pairs += 1
+        if progress is not None:
+            progress(n, len(ops), op.name)
+    profiler.save()
+    return GraphProfile(ops=len(ops), configs=pairs, measured=profiler.measurements - measured0,
+                        cached=profiler.hits - hits0, seconds=time.perf_counter() - start)

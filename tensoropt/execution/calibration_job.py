@@ -1,0 +1,349 @@
+"""``tensoropt calibrate``: measure this job's collectives and compute, write a profile.
+
+Run under ``mpirun -np N``. For every partitioning scheme ``(group_size, stride)`` of the N
+ranks (every mesh-axis group of every device mesh, see ``process_sets``) and each
+collective in ``collectives.COLLECTIVES``, it times sizes ``2^i`` bytes from ``min_bytes``
+to ``max_bytes`` with *all* groups of the scheme running at once (so contention between
+groups is measured, as in training). One sample: barrier, then ``inner`` back-to-back
+calls, divided by ``inner``; the sample of a repeat is the slowest rank's; a size's time is
+the median over ``repeats`` (``--statistic p25``: the 25th percentile, steadier on a shared
+machine, where small collectives take one, two or three of horovod's ~1 ms negotiation
+cycles and the median flips between them). Repeats run in rounds that visit every (collective, scheme,
+size) once, so slow phases of a shared machine spread over all points instead of
+spoiling a few. It also times a float32 matmul on every rank at once (the ``local``
+cluster's peak FLOP/s). Rank 0 writes the versioned JSON profile that
+``collectives.ProfiledCollectives`` and ``cluster.get_cluster("local")`` read.
+
+Usage::
+
+    mpirun -np 4 python -m tensoropt.execution.calibration_job --out profiles/local.json --max-bytes 16777216
+    # or, in Python under mpirun:
+    from tensoropt.execution.calibration_job import calibrate
+    profile = calibrate("profiles/local.json", max_bytes=2**20, repeats=10)
+
+The collectives run in one TensorFlow graph (graph mode, one op per size so horovod's
+response cache hits as in training) on static horovod process sets registered at
+``hvd.init`` (HOROVOD.md); every rank issues them in the same order, and the job ends with
+a barrier. Graph optimization is off: horovod's ops are not marked stateful, and constant
+folding would otherwise run each collective once at optimization time and return the folded
+value on every later call. With more timed collectives than ``HOROVOD_CACHE_CAPACITY``
+(1024), raise it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import socket
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from tensoropt._tf import import_tensorflow
+from tensoropt._version import __version__
+from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
+from tensoropt.cluster.mesh import partition_schemes, scheme_groups
+from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
+from tensoropt.execution.process_sets import register_process_sets
+
+__all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
+
+_FLOAT_BYTES = 4
+STATISTICS = {
+    "median": lambda a: np.median(a, axis=0),
+    "p25": lambda a: np.percentile(a, 25, axis=0),
+    "min": lambda a: np.min(a, axis=0),
+}
+
+
+def default_sizes(min_bytes: int, max_bytes: int) -> list[int]:
+    """Powers of two from ``min_bytes`` (rounded up to one) to ``max_bytes`` inclusive."""
+    if min_bytes < 1 or max_bytes < min_bytes:
+        raise ValueError(f"calibrate: need 1 <= min_bytes <= max_bytes, got {min_bytes}, {max_bytes}")
+    i = int(np.ceil(np.log2(min_bytes)))
+    out = []
+    while 2 ** i <= max_bytes:
+        out.append(2 ** i)
+        i += 1
+    return out
+
+
+class Calibrator:
+    """This process's share of a calibration: horovod, process sets, timed collectives.
+
+    Args:
+        comm: an mpi4py communicator (default ``MPI.COMM_WORLD``).
+        process_sets: map group tuple -> ``hvd.ProcessSet`` when horovod is already
+            initialized with them (``process_sets.register_process_sets``); by default this
+            initializes horovod itself.
+        intra_threads: TensorFlow intra-op threads (default: cores / ranks on this machine).
+    """
+
+    def __init__(self, comm: Any = None, process_sets: dict | None = None,
+                 intra_threads: int | None = None) -> None:
+        from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when a job is calibrated
+
+        self.comm = comm or MPI.COMM_WORLD
+        self.MPI = MPI
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.hostnames = list(self.comm.allgather(socket.gethostname()))
+        self.local_ranks = self.hostnames.count(self.hostnames[self.rank])
+        self.tf = tf = import_tensorflow()
+        if intra_threads is None:
+            intra_threads = max(1, (os.cpu_count() or 1) // self.local_ranks)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(intra_threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TensorFlow already started: keep its settings
+            pass
+        import horovod.tensorflow as hvd  # noqa: PLC0415
+
+        self.hvd = hvd
+        if process_sets is None:
+            if hvd.is_initialized():
+                raise ValueError("Calibrator: horovod is already initialized; pass process_sets= the map "
+                                 "returned by tensoropt.execution.process_sets.register_process_sets")
+            process_sets = register_process_sets(hvd, self.comm)
+        self.process_sets = process_sets
+        self.intra_threads = intra_threads
+        self._graph: Any = None
+        self._session: Any = None
+        self._fns: dict[tuple[str, int, int, int], Any] = {}
+        self.last_samples: dict[tuple[str, int, int, int], list[float]] = {}
+        self.last_timing: dict[str, float] = {}
+
+    # ---- one collective ----------------------------------------------------------------
+
+    def _my_group(self, group_size: int, stride: int) -> tuple[int, ...]:
+        for grp in scheme_groups(self.size, group_size, stride):
+            if self.rank in grp:
+                return grp
+        raise AssertionError("every rank is in one group of a scheme")
+
+    def _fn(self, collective: str, group_size: int, stride: int, nbytes: int):
+        """A callable that runs one collective of one size on this rank's group, and waits.
+
+        The collectives live in one TensorFlow graph run by a session (graph mode: adding
+        hundreds of them costs far less than tracing as many ``tf.function``s). Each size has
+        its own op name: horovod caches a collective's negotiation by name, so after warm-up
+        every call is a cache hit, as in a training step that repeats its collectives.
+        """
+        key = (collective, group_size, stride, nbytes)
+        if key not in self._fns:
+            tf, hvd = self.tf, self.hvd
+            group = self._my_group(group_size, stride)
+            if group not in self.process_sets:
+                raise ValueError(f"Calibrator: no process set for group {group}; register them with "
+                                 "tensoropt.execution.process_sets.register_process_sets")
+            ps = self.process_sets[group]
+            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B"
+            elems = self._elems(collective, nbytes, group_size)
+            if self._graph is None:
+                self._graph = tf.Graph()
+            with self._graph.as_default():
+                x = tf.ones([elems], tf.float32)
+                if collective == "allreduce":
+                    y = hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=name)
+                elif collective == "allgather":
+                    y = hvd.allgather(x, process_set=ps, name=name)
+                elif collective == "reducescatter":
+                    y = hvd.reducescatter(x, op=hvd.Sum, process_set=ps, name=name)
+                else:
+                    y = hvd.alltoall(x, process_set=ps, name=name)
+                out = tf.reduce_sum(y[:1])
+            if self._session is None:
+                config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.intra_threads,
+                                                  inter_op_parallelism_threads=1)
+                # No graph optimization. Horovod's ops are not marked stateful, so constant
+                # folding (grappler's, and the classic optimizer's at L1) would run each
+                # collective once while optimizing and then return the folded result:
+                # calls would take no time. Grappler also costs much on every new fetch.
+                config.graph_options.rewrite_options.disable_meta_optimizer = True
+                config.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
+                config.graph_options.optimizer_options.do_constant_folding = False
+                self._session = tf.compat.v1.Session(graph=self._graph, config=config)
+            run = self._session.run
+            self._fns[key] = lambda: run(out)
+        return self._fns[key]
+
+    @staticmethod
+    def _elems(collective: str, nbytes: int, group_size: int) -> int:
+        """float32 elements of this rank's input for ``nbytes`` in ``collectives``' convention."""
+        elems = nbytes // _FLOAT_BYTES
+        if collective == "allgather":
+            elems //= group_size
+        unit = group_size if collective in ("reducescatter", "alltoall") else 1
+        if (elems < 1 or elems % unit or nbytes % _FLOAT_BYTES
+                or (collective == "allgather" and nbytes % (group_size * _FLOAT_BYTES))):
+            raise ValueError(f"calibrate: {nbytes} bytes cannot be split into float32 pieces for a "
+                             f"{collective} in groups of {group_size}; use sizes that are multiples of "
+                             f"{_FLOAT_BYTES * group_size} bytes")
+        return elems
+
+    def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
+                warmup: int = 1, statistic: str = "median") -> dict[tuple[str, int, int, int], float]:
+        """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
+
+        Every rank must pass the same tasks. ``last_samples`` keeps the raw samples (the
+        slowest rank's seconds per call, one per repeat) of each task.
+
+        Returns:
+            task -> ``statistic`` (median, p25 or min) over repeats of the slowest rank's
+            seconds per call (the same on all ranks).
+        """
+        if repeats < 1 or inner < 1:
+            raise ValueError(f"calibrate: repeats and inner must be >= 1, got {repeats}, {inner}")
+        if statistic not in STATISTICS:
+            raise ValueError(f"calibrate: statistic must be one of {list(STATISTICS)}, got {statistic!r}")
+        capacity = int(os.environ.get("HOROVOD_CACHE_CAPACITY", "1024"))
+        if len(tasks) > capacity and self.rank == 0:
+            print(f"calibrate: {len(tasks)} timed collectives exceed horovod's response cache "
+                  f"({capacity}); calls will renegotiate and time slower than in training: set "
+                  f"HOROVOD_CACHE_CAPACITY={len(tasks)} or measure fewer sizes", file=sys.stderr)
+        started = time.perf_counter()
+        logger = self.tf.get_logger()
+        level = logger.level
+        logger.setLevel("ERROR")  # horovod's graph-mode notices
+        try:
+            calls = [self._fn(*t) for t in tasks]
+            for call in calls:  # let horovod negotiate (and cache) each tensor once
+                for _ in range(warmup):
+                    call()
+        finally:
+            logger.setLevel(level)
+        warmed = time.perf_counter()
+        samples = np.zeros((repeats, len(tasks)))
+        barrier = self.comm.Barrier
+        for r in range(repeats):
+            for j, call in enumerate(calls):
+                barrier()
+                start = time.perf_counter()
+                for _ in range(inner):
+                    call()
+                samples[r, j] = (time.perf_counter() - start) / inner
+        self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
+                            "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
+        slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
+        self.last_samples = {t: slowest[:, j].tolist() for j, t in enumerate(tasks)}
+        stat = STATISTICS[statistic](slowest)
+        return {t: float(m) for t, m in zip(tasks, stat)}
+
+    def measure_matmul(self, n: int = 512, repeats: int = 10) -> float:
+        """FLOP/s of an ``n x n`` float32 matmul, every rank at once (median of the slowest rank)."""
+        tf = self.tf
+        a = tf.random.stateless_normal([n, n], seed=[1, 2])
+
+        @tf.function
+        def mm(x):
+            return tf.reduce_sum(tf.matmul(x, x)[:1, :1])
+
+        mm(a).numpy()
+        ts = []
+        for _ in range(repeats):
+            self.comm.Barrier()
+            start = time.perf_counter()
+            mm(a).numpy()
+            ts.append(time.perf_counter() - start)
+        slowest = np.max(np.array(self.comm.allgather(ts)), axis=0)
+        return float(2 * n ** 3 / np.median(slowest))
+
+    def tasks(self, sizes: Sequence[int], collectives: Sequence[str] = COLLECTIVES
+              ) -> list[tuple[str, int, int, int]]:
+        """Every (collective, group_size, stride, nbytes) of this world's schemes."""
+        return [(c, g, s, b) for g, s in partition_schemes(self.size) for c in collectives for b in sizes]
+
+    def calibrate(self, out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
+                  repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
+                  statistic: str = "median") -> CalibrationProfile:
+        """Measures every scheme and collective at sizes 2^i; rank 0 writes ``out_path``.
+
+        Returns:
+            The profile (on every rank).
+        """
+        started = time.time()
+        if min_bytes is None:
+            min_bytes = _FLOAT_BYTES * self.size
+        sizes = default_sizes(min_bytes, max_bytes)
+        results = (self.measure(self.tasks(sizes), repeats=repeats, inner=inner, statistic=statistic)
+                   if self.size > 1 else {})
+        profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
+                                     started=started)
+        if self.rank == 0 and out_path is not None:
+            profile.save(out_path)
+        self.comm.Barrier()
+        return profile
+
+    def build_profile(self, results: dict[tuple[str, int, int, int], float], repeats: int, inner: int = 1,
+                      statistic: str = "median", started: float | None = None) -> CalibrationProfile:
+        """The profile of ``measure``'s results, with this job's shape, memory and matmul rate."""
+        started = time.time() if started is None else started
+        flops = self.measure_matmul()
+        machines = len(set(self.hostnames))
+        dpm = max(self.hostnames.count(h) for h in set(self.hostnames))
+        phys = physical_memory_bytes(default=16 * 2**30)
+        order = list(dict.fromkeys(self.hostnames))
+        blockwise = all(order.index(h) == r // dpm for r, h in enumerate(self.hostnames))
+        return CalibrationProfile(
+            world_size=self.size, hostnames=self.hostnames, machines=machines, devices_per_machine=dpm,
+            measurements=[{"collective": c, "group_size": g, "stride": s, "bytes": b, "seconds": t}
+                          for (c, g, s, b), t in sorted(results.items())],
+            peak_flops=flops, memory_bytes_per_device=float(phys // self.local_ranks),
+            tensoropt_version=__version__,
+            extra={"compute": {"matmul_n": 512, "note": "float32 matmul, all ranks at once"},
+                   "repeats": repeats, "inner": inner, "statistic": f"{statistic} over repeats of the slowest rank",
+                   "ranks_blockwise_by_machine": blockwise,
+                   "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "calibration_seconds": round(time.time() - started, 3)})
+
+    def finish(self) -> None:
+        """The final barrier every job ends with (HOROVOD.md: shutdown race); closes the session."""
+        self.comm.Barrier()
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+
+def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
+              repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
+              statistic: str = "median") -> CalibrationProfile:
+    """Runs a whole calibration in this MPI job (see :class:`Calibrator`) and ends with a barrier."""
+    cal = Calibrator()
+    profile = cal.calibrate(out_path, max_bytes=max_bytes, repeats=repeats, min_bytes=min_bytes, inner=inner,
+                            statistic=statistic)
+    cal.finish()
+    return profile
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--statistic S]``."""
+    p = argparse.ArgumentParser(prog="tensoropt calibrate",
+                                description="Measure collective bandwidth per partitioning scheme and matmul "
+                                            "FLOP/s; run under mpirun -np N.")
+    p.add_argument("--out", default=DEFAULT_PROFILE_PATH, help=f"profile to write (default {DEFAULT_PROFILE_PATH})")
+    p.add_argument("--max-bytes", type=int, default=2**24, help="largest size, bytes (default 2^24)")
+    p.add_argument("--min-bytes", type=int, default=None, help="smallest size, bytes (default 4 x ranks)")
+    p.add_argument("--repeats", type=int, default=10, help="samples per size; the median is kept (default 10)")
+    p.add_argument("--inner", type=int, default=1, help="back-to-back calls per sample (default 1)")
+    p.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
+                   help="how repeats combine: median (default); p25 or min resist load from other jobs")
+    args = p.parse_args(argv)
+    if args.max_bytes < 1 or args.repeats < 1:
+        p.error("--max-bytes and --repeats must be positive")
+    profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
+                        inner=args.inner, statistic=args.statistic)
+    from mpi4py import MPI  # noqa: PLC0415
+
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        n = profile.world_size
+        print(f"calibrate: {n} rank(s) on {profile.machines} machine(s), {len(profile.measurements)} "
+              f"measurements, matmul {profile.peak_flops / 1e9:.1f} GFLOP/s per rank; wrote {args.out}")
+        if n == 1:
+            print("calibrate: one rank measures no collective; run under mpirun -np N", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

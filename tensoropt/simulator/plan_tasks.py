@@ -1,0 +1,412 @@
+"""A plan's training step as task-graph fragments: one per op, per data edge, per op's
+backward rebuild (the keys of a ``DeltaSimulator``).
+
+Usage (``plan_sim.PlanSimulator`` drives this; the states come from a plan or from
+Frontier-Tracking's choice arrays)::
+
+    ctx = PlanContext(graph, model, devices_per_machine, SimOptions())
+    f = ctx.op_fragment(k, config)                   # Config of op k
+    f = ctx.edge_fragment(e, EdgeChoice(edge_plan, consumer_config))
+    f = ctx.rebuild_fragment(k, RebuildChoice(config, "none", None, frozenset()))
+
+Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
+
+- ``{op}/fwd`` and ``{op}/bwd``: the op's forward and backward compute. They split the
+  cost model's ``compute_s`` by ``CostModel.compute_split`` in integer picoseconds, so
+  they add up to it exactly; an op no gradient flows through has no backward. A trained
+  variable has ``{op}/update`` (the optimizer's local update; the cost model prices it
+  at 0) after its gradients arrive.
+- Collectives, named exactly as ``execution.schedule.collective_schedule`` names them,
+  made by its own rules (``step_calls``, ``own_calls``, ``configs.op_collectives``):
+  the edge conversions (forward, backward, keep_producer rebuild) belong to the edge's
+  fragment, the op's own collectives to the op's (forward) or its rebuild fragment
+  (the LSTM's inside gathers and their gradients, and a keep_consumer rebuild of its
+  output). A conversion step lasts what the cost model prices it (``StepCostFn``); an
+  op's own collective what ``CostModel.op_cost`` sums for it. Each holds ``chain:r`` and
+  its link: ``nic:r`` (a share of the machine's network card) when its group spans
+  machines, else ``link:r``.
+- Zero-duration joins on no resource (``{op}/out0``, ``{op}/in1/grad``, ...) through
+  which fragments depend on each other; every join exists in every version.
+
+Order. In ``"chained"`` order, collectives follow the schedule's chain through joins:
+forward, op by op, the slot ``{op}/in{i}/A`` of each input converted before the op (input
+order), then ``/B`` of inputs a keep_producer op converts itself, then the op's own; in
+backward, op by op in reverse, ``/R`` (keep_producer rebuilds), the rebuild fragment,
+``/P`` (partial gradients and backward conversion of the inputs the op converts itself)
+and ``/Q`` (the other inputs). In ``"free"`` order only data dependencies order them.
+Data: a conversion reads its producer's ``/out{j}`` (after the producer's own partial-sum
+all-reduces); an op's forward waits for each input's ``/in{i}/data``; its backward for
+the gradients of its outputs (each out-edge's ``/in{i}/grad``) and for the copies
+rebuilt for it; partial-gradient all-reduces follow the backward compute. An LSTM's
+hidden gathers are placed after its forward compute (the model prices them apart).
+
+Memory buffers (rules of ``memory``; activation gradients are not modeled, as the cost
+model's memory does not count them):
+
+- parameters, their gradients and optimizer slots are resident (``OpCost.param_bytes``);
+- an op's output is allocated by its forward and freed after the last of: its own
+  partial-sum all-reduces, each consumer's forward use (the first conversion step, or
+  the consumer's forward when no conversion), a consumer's backward that keeps that very
+  copy (same layout, consumer saves the input), and the op's own backward when it saves
+  the output -- unless a keep_consumer edge drops the producer's copy;
+- a converted copy lives from its last conversion step until the consumer's forward,
+  or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
+  backward: the rebuilt copy lives from the rebuild's last step to the consumer's
+  backward; keep_consumer rebuilds the producer's copy the same way);
+- an intermediate conversion result lives from its step until the next step ends;
+  the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
+  during its step;
+- what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
+  to its backward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_layout,
+                               op_collectives, output_layout)
+from tensoropt.execution.schedule import own_calls, step_calls
+from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
+from tensoropt.simulator.plan_options import SimOptions
+
+__all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
+
+SOURCE_KINDS = frozenset({"variable", "placeholder", "fill"})
+
+
+@dataclass(frozen=True)
+class EdgeChoice:
+    """An edge's state: its plan and its consumer's configuration (for the partial
+    gradients of the input it carries)."""
+
+    plan: object
+    consumer: Config
+
+
+@dataclass(frozen=True)
+class RebuildChoice:
+    """An op's backward rebuild state.
+
+    Attributes:
+        config: the op's configuration.
+        mode: ``"inside"`` (the op converts an input itself: it re-runs its inside
+            collectives, tagged ``/rebuild``), ``"keep_consumer"`` (it rebuilds output 0
+            from ``edge``'s consumer copy) or ``"none"``.
+        edge: the first keep_consumer edge of its outputs (its index and plan), or None.
+        dropped: outputs whose producer copy a keep_consumer edge drops.
+    """
+
+    config: Config
+    mode: str
+    edge: Optional[tuple]
+    dropped: frozenset
+
+
+class PlanContext:
+    """What the fragments of one graph share (see module doc)."""
+
+    def __init__(self, graph, model, devices_per_machine: int, options: SimOptions) -> None:
+        self.graph, self.model, self.options = graph, model, options
+        self.dpm = int(devices_per_machine)
+        self.ops = list(graph.operations)
+        self.index = {op: k for k, op in enumerate(self.ops)}
+        grads = gradient_tensors(graph)
+        self.grad_inputs = [gradient_inputs(op, grads) for op in self.ops]
+        self.has_bwd = [any(g) for g in self.grad_inputs]
+        self.edges = []                               # (consumer k, input, producer k, output)
+        self.out_edges: list[dict[int, list[int]]] = [{} for _ in self.ops]
+        for k, op in enumerate(self.ops):
+            for i, t in enumerate(op.inputs):
+                p = self.index[t.op]
+                self.out_edges[p].setdefault(t.value_index, []).append(len(self.edges))
+                self.edges.append((k, i, p, t.value_index))
+        self.updates = [op.kind == "variable" and op.outputs[0] in model.trained and
+                        any(self.edge_grad(e) for e in self.out_edges[k].get(0, ()))
+                        for k, op in enumerate(self.ops)]
+        n = model.num_devices
+        self.ranks = [0] if options.ranks == "representative" else list(range(n))
+        self.resources = [f"{kind}:{r}" for r in self.ranks
+                          for kind in ("compute", "chain", "link", "nic")]
+        self._split: dict = {}
+
+    # -- names and helpers -----------------------------------------------------------------
+    def sfx(self, r: int) -> str:
+        return "" if self.options.ranks == "representative" else f"#r{r}"
+
+    def edge_grad(self, e: int) -> bool:
+        k, i, _, _ = self.edges[e]
+        return self.grad_inputs[k][i]
+
+    def _ps(self, seconds: float) -> int:
+        return seconds_to_ps(max(0.0, float(seconds)))
+
+    def compute_ps(self, k: int, config: Config) -> tuple[int, int]:
+        """Forward and backward picoseconds of op ``k``, adding up to its ``compute_s``."""
+        op = self.ops[k]
+        key = (op, config)
+        if key not in self._split:
+            forward, _ = self.model.compute_split(op, config)
+            total = self._ps(self.model.op_cost(op, config).compute_s)
+            fwd = min(total, self._ps(forward))
+            self._split[key] = (fwd, total - fwd)
+        return self._split[key]
+
+    def _compute(self, f: Fragment, name: str, k: int, r: int, ps: int, step: str,
+                 config: Config) -> str:
+        op = self.ops[k]
+        over = 0 if op.kind in SOURCE_KINDS else seconds_to_ps(self.options.op_overhead_s)
+        task = name + self.sfx(r)
+        f.add_task(task, "compute", [f"compute:{r}"], (ps + over) / PS_PER_S, rank=r,
+                   op=op.name, config=str(config), step=step, additive_s=ps / PS_PER_S)
+        return task
+
+    def _join(self, f: Fragment, name: str, r: int, after=()) -> str:
+        task = name + self.sfx(r)
+        f.add_task(task, "join", [], 0.0, rank=r)
+        for a in after:
+            f.add_dependency(a, task)
+        return task
+
+    def _collectives(self, f: Fragment, calls: list, seconds: list, r: int, chain_from: str,
+                     data_from: list[str], op_name: str, step: str) -> tuple[list[str], str]:
+        """Adds ``calls`` in order; returns their task names and the chain's last name."""
+        names, prev = [], chain_from
+        over = seconds_to_ps(self.options.collective_overhead_s)
+        for call, sec in zip(calls, seconds):
+            group = call.group(r)
+            spans = len({g // self.dpm for g in group}) > 1
+            task = call.name + self.sfx(r)
+            ps = self._ps(sec)
+            f.add_task(task, "collective", [f"chain:{r}", f"{'nic' if spans else 'link'}:{r}"],
+                       (ps + over) / PS_PER_S, rank=r, op=op_name, step=step,
+                       collective=call.kind, bytes=call.nbytes, group=list(group),
+                       additive_s=ps / PS_PER_S)
+            preds = list(data_from) + ([prev] if self.options.chained else [])
+            if self.options.ranks == "all" and len(group) > 1:
+                sync = f"{call.name}/sync#g{group[0]}"
+                if sync not in f:
+                    f.add_task(sync, "join", [], 0.0, rank=group[0])
+                for p in preds:
+                    f.add_dependency(p, sync)
+                preds = [sync]
+            for p in preds:
+                f.add_dependency(p, task)
+            names.append(task)
+            prev = task
+            data_from = [task]
+        return names, prev
+
+    def _step_seconds(self, steps, tensor) -> list[float]:
+        shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
+        return [self.model.step_cost(s, shape, itemsize) for s in steps or () if s.kind != "slice"]
+
+    def _own_seconds(self, config: Config, items) -> list[float]:
+        """Each own collective's seconds, priced as ``CostModel.op_cost`` prices it."""
+        return [self.model.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
+                                              math.prod(config.mesh[c.mesh_axis + 1:]))
+                for c in items]
+
+    def _conversion_buffers(self, f: Fragment, names: list[str], steps, tensor, last_name: str,
+                            last_free: list[str], r: int, why: str) -> None:
+        """Intermediate results of a conversion (each until the next step ends) and its
+        final copy (``last_name``, until ``last_free``)."""
+        steps = [s for s in steps if s.kind != "slice"]
+        shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
+        for m, task in enumerate(names):
+            if m + 1 < len(names):
+                f.add_buffer(f"{task}:out", steps[m].dst.local_bytes(shape, itemsize),
+                             "conversion", alloc=task, free_after=[names[m + 1]], rank=r)
+        if names:
+            f.add_buffer(last_name + self.sfx(r), steps[-1].dst.local_bytes(shape, itemsize)
+                         if steps else 0, why, alloc=names[-1], free_after=last_free, rank=r)
+
+    # -- fragments -------------------------------------------------------------------------
+    def op_fragment(self, f: Fragment, k: int, config: Config) -> None:
+        """Op ``k``'s compute, own forward collectives, chain joins and buffers."""
+        op, c = self.ops[k], self.ops[k].name
+        n, last = len(op.inputs), len(self.ops) - 1
+        fwd_ps, bwd_ps = self.compute_ps(k, config)
+        own = op_collectives(op, config, self.grad_inputs[k])
+        items = [x for x in own if x.phase == "forward"]
+        calls = own_calls(op, config, items)
+        cost = self.model.op_cost(op, config)
+        for r in self.ranks:
+            s = self.sfx(r)
+            fin = self._join(f, f"{c}/fchain_in", r,
+                             [f"{self.ops[k - 1].name}/fchain_out{s}"] if k else [])
+            fwd = self._compute(f, f"{c}/fwd", k, r, fwd_ps, "forward", config)
+            for i in range(n):
+                f.add_dependency(f"{c}/in{i}/data{s}", fwd)
+            start = f"{c}/in{n - 1}/B{s}" if n else fin
+            names, end = self._collectives(f, calls, self._own_seconds(config, items), r, start,
+                                           [fwd], c, "forward")
+            self._join(f, f"{c}/fchain_out", r, [end])
+            for j in range(len(op.outputs)):
+                self._join(f, f"{c}/out{j}", r, [fwd] + names)
+            self._join(f, f"{c}/bchain_in", r,
+                       [f"{c}/fchain_out{s}" if k == last else f"{self.ops[k + 1].name}/bchain_out{s}"])
+            self._join(f, f"{c}/bchain_out", r,
+                       [f"{c}/in{n - 1}/Q{s}" if n else f"{c}/rebuild_out{s}"])
+            grads_in = [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}/grad{s}"
+                        for outs in self.out_edges[k].values() for e in outs if self.edge_grad(e)]
+            bwd = None
+            if self.has_bwd[k]:
+                bwd = self._compute(f, f"{c}/bwd", k, r, bwd_ps, "backward", config)
+                for a in [fwd, f"{c}/out/rebuilt{s}"] + grads_in + \
+                        [f"{c}/in{i}/rebuilt{s}" for i in range(n)]:
+                    f.add_dependency(a, bwd)
+            elif self.updates[k]:
+                upd = self._compute(f, f"{c}/update", k, r, 0, "update", config)
+                for a in [fwd] + grads_in:
+                    f.add_dependency(a, upd)
+            if op.kind == "variable":
+                nbytes = output_layout(op, config, 0).local_bytes(op.outputs[0].shape,
+                                                                  op.outputs[0].dtype.itemsize)
+                trained = cost.param_bytes > nbytes
+                parts = [("parameter", nbytes)]
+                if trained:
+                    parts += [("gradient", nbytes), ("optimizer slots",
+                                                     int(cost.param_bytes) - 2 * nbytes)]
+                for why, size in parts:
+                    f.add_buffer(f"{c}:{why}{s}", int(size), why, rank=r)
+                continue
+            for j, t in enumerate(op.outputs):
+                frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"]
+                frees += [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}/release{s}"
+                          for e in self.out_edges[k].get(j, ())]
+                f.add_buffer(f"{c}:out{j}{s}", output_layout(op, config, j).local_bytes(
+                    t.shape, t.dtype.itemsize), "activation", alloc=fwd, free_after=frees)
+            internal = cost.saved_bytes - _saved_io_bytes(op, config)
+            if internal > 0:
+                f.add_buffer(f"{c}:saved_internal{s}", int(internal), "saved for backward",
+                             alloc=fwd, free_after=[bwd or fwd])
+
+    def edge_fragment(self, f: Fragment, e: int, choice: EdgeChoice) -> None:
+        """Edge ``e``'s conversions (forward, keep_producer rebuild, backward), the
+        consumer's partial gradients of that input, and its joins and copies."""
+        k, i, p, j = self.edges[e]
+        op, c, prod = self.ops[k], self.ops[k].name, self.ops[p].name
+        ep, config = choice.plan, choice.consumer
+        tensor, n = op.inputs[i], len(op.inputs)
+        inside = ep.reuse == "keep_producer" and bool(ep.forward_steps)
+        saves = i in op.space.saved_inputs and self.has_bwd[k]
+        fwd_calls = step_calls(ep.forward_steps, f"{c}/in{i}", tensor, "forward")
+        fwd_sec = self._step_seconds(ep.forward_steps, tensor)
+        rebuild = inside and self.has_bwd[k]
+        grad = self.grad_inputs[k][i]
+        bwd_calls, bwd_sec = [], []
+        if grad:
+            items = [x for x in op_collectives(op, config, self.grad_inputs[k]) if x.input == i]
+            bwd_calls, bwd_sec = own_calls(op, config, items), self._own_seconds(config, items)
+            if ep.forward_steps:
+                bwd_calls += step_calls(ep.backward_steps, f"{c}/in{i}/grad", tensor, "backward")
+                bwd_sec += self._step_seconds(ep.backward_steps, tensor)
+        for r in self.ranks:
+            s = self.sfx(r)
+            src, fwd, bwd = f"{prod}/out{j}{s}", f"{c}/fwd{s}", f"{c}/bwd{s}"
+            # forward: slot A (converted before the op) or B (converted by the op itself)
+            prev_a = f"{c}/fchain_in{s}" if i == 0 else f"{c}/in{i - 1}/A{s}"
+            prev_b = f"{c}/in{n - 1}/A{s}" if i == 0 else f"{c}/in{i - 1}/B{s}"
+            names, end = self._collectives(f, fwd_calls, fwd_sec, r, prev_b if inside else prev_a,
+                                           [src], c, "forward")
+            self._join(f, f"{c}/in{i}/A", r, [prev_a] if inside else [end])
+            self._join(f, f"{c}/in{i}/B", r, [end] if inside else [prev_b])
+            converted = ep.src_layout != ep.dst_layout
+            if converted and not names:           # local slices only: a free local copy
+                names = [self._compute(f, f"{c}/in{i}/slice", k, r, 0, "slice", config)]
+                f.add_dependency(src, names[0])
+            self._join(f, f"{c}/in{i}/data", r, names[-1:] or [src])
+            keep_copy = saves and ep.reuse != "keep_producer"
+            if converted:
+                self._conversion_buffers(f, names, ep.forward_steps, tensor,
+                                         f"{c}/in{i}:copy", [fwd] + ([bwd] if keep_copy else []),
+                                         r, "activation")
+                self._join(f, f"{c}/in{i}/release", r, names[:1])
+            else:
+                self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
+            # backward: slot R (keep_producer rebuild), then P (inputs the op converts
+            # itself) or Q (the others)
+            prev_r = f"{c}/bchain_in{s}" if i == 0 else f"{c}/in{i - 1}/R{s}"
+            rb_names, end = [], prev_r
+            if rebuild:
+                calls = step_calls(ep.forward_steps, f"{c}/in{i}/rebuild", tensor, "rebuild")
+                rb_names, end = self._collectives(f, calls, fwd_sec, r, prev_r, [src], c,
+                                                  "rebuild")
+                self._conversion_buffers(f, rb_names, ep.forward_steps, tensor,
+                                         f"{c}/in{i}:rebuilt", [bwd], r, "rebuilt activation")
+            self._join(f, f"{c}/in{i}/R", r, [end])
+            self._join(f, f"{c}/in{i}/rebuilt", r, rb_names[-1:])
+            prev_p = f"{c}/rebuild_out{s}" if i == 0 else f"{c}/in{i - 1}/P{s}"
+            prev_q = f"{c}/in{n - 1}/P{s}" if i == 0 else f"{c}/in{i - 1}/Q{s}"
+            names, end = self._collectives(f, bwd_calls, bwd_sec, r, prev_p if inside else prev_q,
+                                           [bwd] if grad else [], c, "backward")
+            for task, call in zip(names, bwd_calls):
+                f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
+                             free_after=[task], rank=r)
+            self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
+            self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
+            self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))
+
+    def rebuild_fragment(self, f: Fragment, k: int, choice: RebuildChoice) -> None:
+        """Op ``k``'s backward rebuild (see ``RebuildChoice``), its own inside backward
+        collectives, and the joins that say how long its outputs are kept."""
+        op, c, config = self.ops[k], self.ops[k].name, choice.config
+        n = len(op.inputs)
+        calls, sec, rebuild_count, rb_steps = [], [], 0, ()
+        if self.has_bwd[k]:
+            gi = self.grad_inputs[k]
+            own = op_collectives(op, config, gi, tag="/rebuild" if choice.mode == "inside" else "")
+            if choice.mode == "inside":
+                items = [x for x in own if x.inside and x.phase == "forward"]
+                calls, sec = own_calls(op, config, items, "rebuild"), self._own_seconds(config, items)
+            elif choice.mode == "keep_consumer":
+                rb_steps = choice.edge[1].rebuild_steps
+                calls = step_calls(rb_steps, f"{c}/out0/rebuild", op.outputs[0], "rebuild")
+                sec = self._step_seconds(rb_steps, op.outputs[0])
+            rebuild_count = len(calls)
+            items = [x for x in own if x.inside and x.phase == "backward"]
+            calls = calls + own_calls(op, config, items)
+            sec = sec + self._own_seconds(config, items)
+        for r in self.ranks:
+            s = self.sfx(r)
+            bwd = f"{c}/bwd{s}"
+            data = []
+            if choice.mode == "keep_consumer" and rebuild_count:
+                ek, ei = self.edges[choice.edge[0]][:2]
+                data = [f"{self.ops[ek].name}/in{ei}/data{s}"]
+            elif rebuild_count:
+                data = [f"{c}/fwd{s}"]
+            start = f"{c}/in{n - 1}/R{s}" if n else f"{c}/bchain_in{s}"
+            rb, end = self._collectives(f, calls[:rebuild_count], sec[:rebuild_count], r, start,
+                                        data, c, "rebuild")
+            if choice.mode == "keep_consumer":
+                self._conversion_buffers(f, rb, rb_steps, op.outputs[0], f"{c}:out0:rebuilt",
+                                         [bwd], r, "rebuilt activation")
+            else:
+                for task, call in zip(rb, calls):
+                    f.add_buffer(f"{task}:buf", call.nbytes, "gather in flight", alloc=task,
+                                 free_after=[task], rank=r)
+            self._join(f, f"{c}/out/rebuilt", r, rb[-1:])
+            names, end = self._collectives(f, calls[rebuild_count:], sec[rebuild_count:], r, end,
+                                           [bwd], c, "backward")
+            for task, call in zip(names, calls[rebuild_count:]):
+                f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
+                             free_after=[task], rank=r)
+            self._join(f, f"{c}/rebuild_out", r, [end])
+            for j in range(len(op.outputs)):
+                keep = self.has_bwd[k] and j in op.space.saved_outputs and j not in choice.dropped
+                self._join(f, f"{c}/out{j}/keep", r, [bwd] if keep else [])
+
+
+def _saved_io_bytes(op, config: Config) -> int:
+    """The saved inputs' and outputs' bytes that ``configs.saved_bytes`` counts (the rest
+    of it is what backward keeps inside the op)."""
+    total = sum(input_layout(op, config, i).local_bytes(op.inputs[i].shape,
+                                                        op.inputs[i].dtype.itemsize)
+                for i in op.space.saved_inputs)
+    return total + sum(output_layout(op, config, i).local_bytes(op.outputs[i].shape,
+                                                                 op.outputs[i].dtype.itemsize)
+                       for i in op.space.saved_outputs)

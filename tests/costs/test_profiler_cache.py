@@ -1,0 +1,174 @@
+"""The profile cache: hits, keys, the on-disk file and its errors; the analytical provider."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tensoropt as to
+from tensoropt.configs import Config, enumerate_configs
+from tensoropt.costs.profiler import (FORMAT, VERSION, AnalyticalCompute, ComputeProfiler, ComputeProvider,
+                                ProfileCache, local_shard)
+
+
+def fast_profiler(path=None) -> ComputeProfiler:
+    return ComputeProfiler(cache_path=path, warmup=0, min_runs=1, max_runs=1, min_time_s=0.0)
+
+
+def two_layers():
+    """Two matmuls of equal shapes (as in two layers of one model) and a third, larger one."""
+    x = to.placeholder(to.float32, [16, 32], name="x")
+    w1 = to.get_variable("w1", [32, 32])
+    w2 = to.get_variable("w2", [32, 32])
+    w3 = to.get_variable("w3", [32, 64])
+    y1 = to.matmul(x, w1)
+    y2 = to.matmul(y1, w2)
+    y3 = to.matmul(y2, w3)
+    return y1.op, y2.op, y3.op
+
+
+def test_same_key_runs_tensorflow_once():
+    a, b, c = two_layers()
+    p = fast_profiler()
+    config = Config((2,), ("m",))
+    first = p.compute_s(a, config)
+    assert p.measurements == 1 and p.hits == 0
+    assert p.compute_s(a, config) == first           # the same op again
+    assert p.compute_s(b, config) == first           # another layer of equal shapes
+    assert p.measurements == 1 and p.hits == 2
+    p.compute_s(c, config)                           # other shapes: measured
+    assert p.measurements == 2
+
+
+def test_key_separates_shapes_attrs_and_splits():
+    a, _, c = two_layers()
+    assert local_shard(a, Config((2,), ("m",))).key() != local_shard(a, Config((2,), ("n",))).key()
+    assert local_shard(a, Config((2,), ("m",))).key() != local_shard(c, Config((2,), ("m",))).key()
+    # Redundant axes do not change the shard.
+    assert local_shard(a, Config((4,), (None,))).key() == local_shard(a, Config((1,), (None,))).key()
+    to.reset_default_graph()
+    x = to.placeholder(to.float32, [16, 32])
+    w = to.get_variable("w", [32, 32])
+    plain = to.matmul(x, w).op
+    transposed = to.matmul(x, w, transpose_b=True).op
+    one = Config((1,), (None,))
+    assert local_shard(plain, one).key() != local_shard(transposed, one).key()
+
+
+def test_machine_is_part_of_the_key():
+    a, _, _ = two_layers()
+    one = Config((1,), (None,))
+    shard = local_shard(a, one)
+    key1 = ComputeProfiler(cache_path=None, threads=1).key(shard)
+    key2 = ComputeProfiler(cache_path=None, threads=2).key(shard)
+    assert key1 != key2
+    assert ComputeProfiler(cache_path=None, threads=1, statistic="min").key(shard) != key1
+    machine = json.loads(key1.split("|", 1)[0])
+    assert set(machine) == {"tensorflow", "cpu", "threads", "statistic"} and machine["threads"] == 1
+
+
+def test_threads_follow_the_runtimes_setting(monkeypatch):
+    monkeypatch.setenv("TENSOROPT_THREADS", "1")
+    p = ComputeProfiler(cache_path=None)
+    assert p.threads == 1
+    a, _, _ = two_layers()
+    assert json.loads(p.key(local_shard(a, Config((1,), (None,)))).split("|", 1)[0])["threads"] == 1
+    assert ComputeProfiler(cache_path=None, threads=2).threads == 2
+
+
+def test_file_round_trips(tmp_path):
+    path = tmp_path / "sub" / "profile.json"
+    a, _, c = two_layers()
+    p = fast_profiler(path)
+    configs = enumerate_configs(a, 2)
+    times = {str(cfg): p.compute_s(a, cfg) for cfg in configs}
+    assert p.measurements == len({local_shard(a, cfg).key() for cfg in configs})
+    p.save()
+    data = json.loads(path.read_text())
+    assert data["format"] == FORMAT and data["version"] == VERSION
+    assert len(data["entries"]) == p.measurements
+    again = fast_profiler(path)                     # a new process reads the file
+    assert {str(cfg): again.compute_s(a, cfg) for cfg in configs} == times
+    assert again.measurements == 0 and again.hits == len(configs)
+    again.compute_s(c, configs[0])                  # adds to the file, keeps the old entries
+    again.save()
+    assert len(json.loads(path.read_text())["entries"]) == p.measurements + 1
+
+
+def test_autosave_is_throttled_and_save_writes(tmp_path):
+    path = tmp_path / "profile.json"
+    cache = ProfileCache(path, autosave_s=3600.0)
+    cache.put("a", 1.0)                             # the first entry is written at once
+    cache.put("b", 2.0)                             # within autosave_s: kept in memory
+    assert ProfileCache(path).entries() == {"a": 1.0}
+    cache.save()
+    assert ProfileCache(path).entries() == {"a": 1.0, "b": 2.0}
+    eager = ProfileCache(tmp_path / "eager.json", autosave_s=0.0)
+    eager.put("a", 1.0)
+    eager.put("b", 2.0)
+    assert ProfileCache(tmp_path / "eager.json").entries() == {"a": 1.0, "b": 2.0}
+
+
+def test_writers_merge(tmp_path):
+    path = tmp_path / "profile.json"
+    first, second = ProfileCache(path), ProfileCache(path)
+    first.put("a", 1.0)
+    second.put("b", 2.0)                            # must not drop "a"
+    assert ProfileCache(path).entries() == {"a": 1.0, "b": 2.0}
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "not valid JSON"),
+    ('{"format": "something else", "version": 1, "entries": {}}', "not a compute profile"),
+    (json.dumps({"format": FORMAT, "version": VERSION + 1, "entries": {}}), "version"),
+    (json.dumps({"format": FORMAT, "version": VERSION, "entries": []}), "entries"),
+    (json.dumps({"format": FORMAT, "version": VERSION, "entries": {"k": -1.0}}), "seconds >= 0"),
+    (json.dumps({"format": FORMAT, "version": VERSION, "entries": {"k": "fast"}}), "seconds >= 0"),
+])
+def test_bad_file_raises_naming_it(tmp_path, text, problem):
+    path = tmp_path / "profile.json"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        ComputeProfiler(cache_path=path)
+    message = str(err.value)
+    assert str(path) in message and problem in message
+    assert "Delete the file" in message and "re-run" in message
+
+
+def test_default_path_is_overridable(tmp_path, monkeypatch):
+    monkeypatch.setenv("TENSOROPT_CACHE_DIR", str(tmp_path))
+    p = ComputeProfiler()
+    assert p.cache.path == tmp_path / "compute-profile.json"
+
+
+def test_sources_cost_nothing_and_never_run():
+    x = to.placeholder(to.float32, [4, 4])
+    w = to.get_variable("w", [4, 4])
+    z = to.zeros([4, 4])
+    p = fast_profiler()
+    for t in (x, w, z):
+        assert p.compute_s(t.op, Config((1,), (None,))) == 0.0
+        assert AnalyticalCompute(1e12).compute_s(t.op, Config((1,), (None,))) == 0.0
+    assert p.measurements == 0
+
+
+def test_analytical_is_the_roofline():
+    a, _, _ = two_layers()
+    provider = AnalyticalCompute(peak_flops=2e9)
+    assert isinstance(provider, ComputeProvider) and isinstance(fast_profiler(), ComputeProvider)
+    flops = 3 * 2 * 16 * 32 * 32
+    assert provider.compute_s(a, Config((1,), (None,))) == pytest.approx(flops / 2e9)
+    assert provider.compute_s(a, Config((2, 2), ("m", "k"))) == pytest.approx(flops / 4 / 2e9)
+    assert provider.compute_s(a, Config((2, 2), ("m", None))) == pytest.approx(flops / 2 / 2e9)
+    with pytest.raises(ValueError, match="peak_flops"):
+        AnalyticalCompute(0)
+
+
+def test_bad_settings_say_how_to_fix():
+    with pytest.raises(ValueError, match="min_runs"):
+        ComputeProfiler(cache_path=None, min_runs=5, max_runs=2)
+    with pytest.raises(ValueError, match="statistic"):
+        ComputeProfiler(cache_path=None, statistic="mean")
+    with pytest.raises(ValueError, match="threads"):
+        ComputeProfiler(cache_path=None, threads=0)

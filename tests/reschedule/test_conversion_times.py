@@ -1,0 +1,50 @@
+"""``conversion_times`` (one shortest-path tree per destination mesh) gives, for every
+destination, exactly what ``conversion_time`` gives for that pair alone, and says which
+destinations cannot be reached."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from reschedule import (Layout, NoConversionError, alpha_beta_cost, conversion_time,
+                        conversion_times, enumerate_layouts)
+
+
+def _meshes(n: int) -> list[tuple[int, ...]]:
+    meshes = [(n,), (2, n // 2), (n // 2, 2)] if n >= 4 else [(n,)]
+    return meshes + ([(2, 2, n // 4)] if n >= 8 else [])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_destination_as_priced_alone(seed):
+    rng = random.Random(seed)
+    n = rng.choice([2, 4, 8, 16])
+    shape = tuple(rng.choice([4, 8, 16]) for _ in range(rng.randint(1, 3)))
+    cost = alpha_beta_cost(*((10e-6, 12.5e9) if seed % 2 else (1e-3, 1e12)))
+    dsts = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape)]
+    srcs = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape, frozenset({0}))]
+    srcs += rng.sample(dsts, min(4, len(dsts)))
+    for src in srcs:
+        got = conversion_times(src, dsts, shape, 4, cost)
+        assert got == [conversion_time(src, d, shape, 4, cost) for d in dsts]
+
+
+def test_unreachable_destinations_raise_or_take_the_given_value():
+    shape = (8, 8)
+    src = Layout((4,), (0, -1))
+    partial = Layout((4,), (-1, -1), frozenset({0}))   # no step creates a pending sum
+    other_mesh_partial = Layout((2, 2), (-1, -1), frozenset({0}))
+    ok = Layout((4,), (-1, 0))
+    with pytest.raises(NoConversionError):
+        conversion_times(src, [ok, partial], shape)
+    got = conversion_times(src, [ok, partial, other_mesh_partial], shape, unreachable=-1.0)
+    assert got == [conversion_time(src, ok, shape), -1.0, -1.0]
+
+
+def test_bad_shapes_and_rank_counts_are_named():
+    with pytest.raises(ValueError, match="indivisible"):
+        conversion_times(Layout((4,), (0,)), [Layout((4,), (-1,))], (6,))
+    with pytest.raises(ValueError, match="ranks don't match"):
+        conversion_times(Layout((4,), (0,)), [Layout((2,), (0,))], (8,))
