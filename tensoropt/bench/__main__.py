@@ -9,6 +9,7 @@
     python -m tensoropt.bench fuzz [--models 200] [--ranks 2,4] [--plans 10]   # starts its own mpirun
     mpirun -np 4 python -m tensoropt.bench shard_memory [--param-gib 2]
     python -m tensoropt.bench simulator [--changes 1]
+    python -m tensoropt.bench compare [--models paper_vgg16] [--devices 16] [--budget-s 10]
     python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer] [--devices 16,32,64]
     python -m tensoropt.bench mutants [--only NAME ...] [--list]   # one-line library mutations vs the tests
     python -m tensoropt.bench timings [--skip-recording] [--skip-profiler]   # recording and profiler timings
@@ -21,7 +22,8 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "plans_memory": "tensoropt.bench.plans_memory", "summary_size": "tensoropt.bench.summary_size",
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
            "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase",
-           "mutants": "tensoropt.bench.mutants", "timings": "tensoropt.bench.timings"}
+           "mutants": "tensoropt.bench.mutants", "timings": "tensoropt.bench.timings",
+           "compare": "tensoropt.search.baselines.bench"}
 
 
 def main(argv: list[str]) -> int:

@@ -8,6 +8,8 @@ Usage::
                        [--json] [--plot frontier.png]
     tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
                       [--epsilon 0.05] [--max-candidates N] [--threads N]
+    tensoropt compare --model paper_vgg16 --cluster paper-v100x16 --devices 16
+                      [--memory-limit B] [--budget-s S] [--json] [--plot compare.png]
     tensoropt frontier ... --simulate {auto,all,N} [--trace-dir DIR]    # + the simulator's check
     tensoropt plan --model M --cluster C --devices N --option mini_time --out plan.json
     tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
@@ -26,6 +28,7 @@ from tensoropt import models
 from tensoropt.cli.progress import progress_bar
 from tensoropt.cli.report import frontier_rows, frontier_table, plot_frontier, profile_table
 from tensoropt.cluster import get_cluster
+from tensoropt.search.baselines import compare, comparison_json, comparison_table, plot_comparison
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import SearchSettings, frontier_for, profile_parallelisms
 from tensoropt.simulator.commands import add_commands, add_simulate_arguments, frontier_check
@@ -112,6 +115,19 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    graph = _record(args.model, args.size)
+    with progress_bar(f"{args.model} on {args.devices} devices") as update:
+        result = compare(graph, args.cluster, args.devices, args.memory_limit, args.budget_s,
+                         _search_options(args), args.cost_model, seed=args.seed, model_name=args.model,
+                         progress=update)
+    print(json.dumps(comparison_json(result), indent=1) if args.json else comparison_table(result))
+    if args.plot:
+        plot_comparison(result, args.plot)
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0
+
+
 def _search_options(args: argparse.Namespace) -> SearchOptions:
     try:
         return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
@@ -171,6 +187,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
     p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
     p.set_defaults(func=_cmd_profile)
+
+    p = sub.add_parser("compare", help="FT beside data parallel, Mesh-TF, OptCNN, ToFu, PaSE and MCMC "
+                                       "on one cost model")
+    p.add_argument("--model", required=True)
+    p.add_argument("--size", default="paper")
+    p.add_argument("--cluster", required=True)
+    p.add_argument("--devices", type=int, required=True, help="device count (the cluster is scaled to it)")
+    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--budget-s", type=float, default=10.0, help="MCMC's search seconds (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
+    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
+    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--plot", metavar="FILE.png", help="every method's point over FT's frontier")
+    p.set_defaults(func=_cmd_compare)
 
     add_commands(sub, _model_arguments)
 

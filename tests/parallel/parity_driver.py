@@ -1,7 +1,7 @@
 """Run under ``mpirun -np 4``: trains tiny models under many plans, and compares each with
 a single-process run of the same script (same initial values, same batches).
 
-Usage: parity_driver.py OUT.json [--summary] [model ...]. Rank 0 writes, per model and
+Usage: parity_driver.py OUT.json [--summary | --baselines] [model ...]. Rank 0 writes, per model and
 plan, the largest relative differences of losses and final parameters, the plan's
 description and the collectives each rank issued per step by kind.
 
@@ -16,6 +16,10 @@ one found, edges and steps included).
 Every rank's losses and its own block of every parameter (its shard, or its replica) are
 gathered to rank 0 and compared with the single-process run, so a rank whose replica
 diverged is seen.
+
+With ``--baselines``, the plans of the baselines (``tensoropt.search.baselines``:
+Mesh-TF, OptCNN, ToFu, PaSE, MCMC), one run per distinct plan (its ``methods`` lists
+every baseline that found it).
 """
 
 import hashlib
@@ -185,6 +189,21 @@ def _plans(graph, summary: bool, out_path: str = "", rank: int = 0):
             + reduce_scatter_plans(search.space)), None
 
 
+def _baseline_plans(graph):
+    """The distinct plans of the baselines, and the methods that found each."""
+    from tensoropt.search.baselines import (MinTimeTables, mcmc_search, mesh_tf_search, optcnn_search,
+                                            pase_search, tofu_search)
+
+    search = search_frontier(graph, CostModel(graph, N, AlphaBeta(), 1e10))
+    tables = MinTimeTables(search.space)
+    found = [mesh_tf_search(tables).plan, optcnn_search(tables).plan, tofu_search(tables).plan,
+             pase_search(tables).plan, mcmc_search(tables, proposals=2000, seed=0).plan]
+    distinct: dict = {}
+    for plan in found:
+        distinct.setdefault((tuple(sorted(plan.ops.items())), plan.edges), []).append(plan)
+    return [same[0] for same in distinct.values()], [[p.option for p in same] for same in distinct.values()]
+
+
 def _local_blocks(variables):
     """This rank's own block of each variable (its shard or its replica), unassembled."""
     runtime = to.runtime._runtime
@@ -210,7 +229,7 @@ def reduce_scatter_plans(space, tries: int = 400):
     return []
 
 
-def main(out_path, names, summary=False):
+def main(out_path, names, summary=False, baselines=False):
     world = to.init()
     from mpi4py import MPI
     results = []
@@ -222,7 +241,11 @@ def main(out_path, names, summary=False):
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]
         ref_losses, ref_params = reference(graph, loss, train_op, feeds)
-        plans, found = _plans(graph, summary, out_path, world.rank)
+        if baselines:
+            (plans, methods), found = _baseline_plans(graph), None
+        else:
+            plans, found = _plans(graph, summary, out_path, world.rank)
+            methods = [[p.option] for p in plans]
         variables = graph.trainable_variables
         comm = MPI.COMM_WORLD
         for index, plan in enumerate(plans):
@@ -235,7 +258,7 @@ def main(out_path, names, summary=False):
             hashes = comm.allgather(hashlib.sha256(plan.to_json().encode()).hexdigest())
             if world.rank == 0:
                 results.append({
-                    "model": name, "plan": index, "option": plan.option,
+                    "model": name, "plan": index, "option": plan.option, "methods": methods[index],
                     "loss_rel": max(rel(losses, ref_losses), loss_every_rank),
                     "param_rel": max(max(rel(params[k], ref_params[k]) for k in ref_params), every_rank),
                     "ranks_compared": comm.Get_size(),
@@ -255,5 +278,6 @@ def main(out_path, names, summary=False):
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[2:] if a != "--summary"]
-    main(sys.argv[1], args or list(MODELS), summary="--summary" in sys.argv[2:])
+    args = [a for a in sys.argv[2:] if a not in ("--summary", "--baselines")]
+    main(sys.argv[1], args or list(MODELS), summary="--summary" in sys.argv[2:],
+         baselines="--baselines" in sys.argv[2:])
