@@ -153,6 +153,14 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
 
 
+def _search_arguments(p: argparse.ArgumentParser) -> None:
+    """The cost model and the Frontier-Tracking settings every searching command takes."""
+    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
+    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
+    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="tensoropt", description=__doc__.split("\n")[0])
@@ -167,10 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
     p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
-    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
-    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
     add_simulate_arguments(p)
@@ -182,10 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", required=True)
     p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
-    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
-    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    _search_arguments(p)
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("compare", help="FT beside data parallel, Mesh-TF, OptCNN, ToFu, PaSE and MCMC "
@@ -197,10 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--budget-s", type=float, default=10.0, help="MCMC's search seconds (default 10)")
     p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
-    p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
-    p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="every method's point over FT's frontier")
     p.set_defaults(func=_cmd_compare)
