@@ -9,7 +9,8 @@ Usage::
     tensoropt profile --model paper_wide_resnet --cluster paper-v100x16 --devices 1,2,4,8,16
                       [--epsilon 0.05] [--max-candidates N] [--threads N]
     tensoropt compare --model paper_vgg16 --cluster paper-v100x16 --devices 16
-                      [--memory-limit B] [--budget-s S] [--json] [--plot compare.png]
+                      [--memory-limit B] [--budget-s S] [--mcmc-cost simulated|additive]
+                      [--json] [--plot compare.png]
     tensoropt frontier ... --simulate {auto,all,N} [--trace-dir DIR]    # + the simulator's check
     tensoropt plan --model M --cluster C --devices N --option mini_time --out plan.json
     tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
@@ -32,6 +33,7 @@ from tensoropt.search.baselines import compare, comparison_json, comparison_tabl
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import SearchSettings, frontier_for, profile_parallelisms
 from tensoropt.simulator.commands import add_commands, add_simulate_arguments, frontier_check
+from tensoropt.simulator.strategy_cost import SimulatedCost
 from tensoropt.stats import graph_stats
 
 __all__ = ["main", "build_parser"]
@@ -120,12 +122,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with progress_bar(f"{args.model} on {args.devices} devices") as update:
         result = compare(graph, args.cluster, args.devices, args.memory_limit, args.budget_s,
                          _search_options(args), args.cost_model, seed=args.seed, model_name=args.model,
-                         progress=update)
+                         progress=update, mcmc_cost=MCMC_COSTS[args.mcmc_cost])
     print(json.dumps(comparison_json(result), indent=1) if args.json else comparison_table(result))
     if args.plot:
         plot_comparison(result, args.plot)
         print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
+
+
+MCMC_COSTS = {"simulated": lambda tables, cluster: SimulatedCost(tables, cluster), "additive": None}
 
 
 def _search_options(args: argparse.Namespace) -> SearchOptions:
@@ -199,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--budget-s", type=float, default=10.0, help="MCMC's search seconds (default 10)")
     p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
+    p.add_argument("--mcmc-cost", choices=sorted(MCMC_COSTS), default="simulated",
+                   help="MCMC's cost: the simulator's step time by delta simulation, as FlexFlow "
+                        "(default), or the cost model's additive time")
     _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="every method's point over FT's frontier")

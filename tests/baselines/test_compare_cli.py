@@ -28,3 +28,15 @@ def test_compare_table_has_a_row_per_method_and_the_limit(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "memory limit 0.93 GiB" in lines[0]
     assert [ln.split()[0] for ln in lines[2:]] == list(METHODS)
+
+
+def test_compare_prices_mcmc_with_the_simulator_unless_told_additive(capsys):
+    args = ["compare", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
+            "--devices", "4", "--budget-s", "0.3", "--json"]
+    notes = {}
+    for cost in ("simulated", "additive"):
+        assert cli.main(args + ["--mcmc-cost", cost]) == 0
+        methods = json.loads(capsys.readouterr().out)["methods"]
+        notes[cost] = next(m["note"] for m in methods if m["method"] == "mcmc")
+    assert "cost=SimulatedCost" in notes["simulated"] and "its time" in notes["simulated"]
+    assert "cost=AdditiveCost" in notes["additive"]

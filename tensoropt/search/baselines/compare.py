@@ -9,7 +9,10 @@ limit, and its slowdown against FT's fastest plan that fits.
 
 Methods: ``frontier`` (FT's fastest plan within the limit), ``data_parallel``, ``mesh_tf``,
 ``optcnn``, ``tofu``, ``pase`` (each min time only, memory checked after),
-``mcmc`` (memory limit hard, ``budget_s`` seconds).
+``mcmc`` (memory limit hard, ``budget_s`` seconds; its cost is ``mcmc_cost(tables,
+cluster)`` when given -- the CLI passes the simulator's ``SimulatedCost``, as FlexFlow
+prices with its simulator -- else the additive cost; its note gives the best plan's time
+under that cost).
 
 Usage::
 
@@ -90,8 +93,11 @@ class Comparison:
 
 def compare(graph, cluster, devices: int, memory_limit: float | None = None, budget_s: float = 10.0,
             search=None, cost_model: str = "analytical", methods=METHODS, seed: int = 0,
-            model_name: str = "", progress: Callable | None = None) -> Comparison:
+            model_name: str = "", progress: Callable | None = None,
+            mcmc_cost: Callable | None = None) -> Comparison:
     """Runs every method of ``methods`` on ``graph`` with ``devices`` devices of ``cluster``.
+
+    ``mcmc_cost(tables, cluster)`` makes MCMC's ``StrategyCost`` (default: additive).
 
     Raises:
         ValueError: an unknown method name.
@@ -117,7 +123,8 @@ def compare(graph, cluster, devices: int, memory_limit: float | None = None, bud
 
     runs = {"mesh_tf": lambda: mesh_tf_search(tables, limit), "optcnn": lambda: optcnn_search(tables),
             "tofu": lambda: tofu_search(tables), "pase": lambda: pase_search(tables),
-            "mcmc": lambda: mcmc_search(tables, limit, budget_s=budget_s, seed=seed)}
+            "mcmc": lambda: mcmc_search(tables, limit, budget_s=budget_s, seed=seed,
+                                        cost=None if mcmc_cost is None else mcmc_cost(tables, cluster))}
     for method in methods:
         if method == "frontier":
             exact = "exact" if result.track.exact else "not exact (heuristic or approximate)"
@@ -143,8 +150,11 @@ def compare(graph, cluster, devices: int, memory_limit: float | None = None, bud
 
 def _note(stats: dict) -> str:
     keep = ("mesh", "layout", "layouts", "residual_ops", "order_width", "largest_table", "levels",
-            "proposals", "accepted")
-    return ", ".join(f"{k}={stats[k]}" for k in keep if k in stats)
+            "proposals", "accepted", "cost")
+    note = ", ".join(f"{k}={stats[k]}" for k in keep if k in stats)
+    if stats.get("best_time_s") is not None:
+        note += f", its time {stats['best_time_s']:.5f} s"
+    return note
 
 
 def comparison_table(c: Comparison) -> str:

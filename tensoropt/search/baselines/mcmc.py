@@ -17,10 +17,13 @@ Monte Carlo over whole strategies, with the Metropolis-Hastings rule.
 
 The cost is pluggable: any object with ``total(choice) -> (memory, time)`` and
 ``delta(choice, op_index, new_config) -> (memory change, time change)``.
-``AdditiveCost`` (the default) is the cost model's own sum of op and edge costs, whose
-delta touches only the changed op and its edges. FlexFlow prices with its simulator's
-delta simulation; ours (``tensoropt.simulator``) does not price whole plans yet, so the
-additive cost stands in for it until it does.
+``AdditiveCost`` (the default here) is the cost model's own sum of op and edge costs,
+whose delta touches only the changed op and its edges. FlexFlow prices with its
+simulator's delta simulation: ``tensoropt.simulator.strategy_cost.SimulatedCost`` does
+that (the simulated step time, memory still the additive estimate), and ``tensoropt
+compare`` uses it unless told ``--mcmc-cost additive``. ``stats["best_time_s"]`` is the
+best plan's time under the chain's cost (the simulated time with ``SimulatedCost``);
+the plan's own ``time_s`` is the cost model's additive time, as for every other method.
 
 Usage::
 
@@ -144,9 +147,13 @@ def mcmc_search(tables: MinTimeTables, memory_limit_bytes: float | None = None, 
             _chain(cost, first, rng, movable=movable, sizes=sizes, limit=limit, beta=beta,
                    scale_s=scale_s, proposals=half, deadline=deadline, clock=clock, best=best,
                    stats=stats)
+    stats["best_time_s"] = None if best["choice"] is None else float(best["time_s"])
     if best["choice"] is None:   # nothing visited fits: report data parallel, which does not
         best["choice"] = data_parallel
         stats["fits_found"] = False
+    for name in ("simulations", "cache_hits"):
+        if hasattr(cost, name):
+            stats[name] = getattr(cost, name)
     plan = tables.plan(best["choice"], "mcmc")
     trace = tuple((round(s, 6), float(t)) for s, t in best["trace"])
     return BaselineResult("mcmc", plan, clock(), stats, trace)
