@@ -19,7 +19,7 @@ source to many destinations, for cost tables).
 
 from ._cost import DEFAULT_COST, AlphaBetaCost, CostFn, alpha_beta_cost
 from ._layout import Layout, mesh_coords, mesh_rank
-from ._numpy_exec import run_numpy, run_step_numpy
+from ._numpy_exec import group_collective_numpy, run_numpy, run_step_numpy
 from ._planner import (Conversion, NoConversionError, StepCost, conversion_time, enumerate_layouts,
                        plan_conversion)
 from ._reuse import ReuseOption, reuse_options
@@ -32,6 +32,6 @@ __all__ = [
     "CostFn", "AlphaBetaCost", "alpha_beta_cost", "DEFAULT_COST",
     "Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time", "conversion_times",
     "enumerate_layouts",
-    "run_numpy", "run_step_numpy",
+    "run_numpy", "run_step_numpy", "group_collective_numpy",
     "ReuseOption", "reuse_options",
 ]

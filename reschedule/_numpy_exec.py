@@ -24,7 +24,7 @@ import numpy as np
 from ._planner import Conversion
 from ._steps import Step
 
-__all__ = ["run_numpy", "run_step_numpy"]
+__all__ = ["run_numpy", "run_step_numpy", "group_collective_numpy"]
 
 
 def run_numpy(conv: Conversion, shards: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
@@ -97,25 +97,44 @@ def run_step_numpy(step: Step, cur: Mapping[int, np.ndarray],
             assert filled == y.size, "alltoallv pieces do not tile the output block"
             out[q] = y
         return out
-    g = step.group_size
     for group in step.groups():
-        xs = [cur[r] for r in group]
-        if step.kind == "slice":
-            res = [_chunk(x, step.dst_dim, g, c) for c, x in enumerate(xs)]
-        elif step.kind == "allgather":
-            full = np.concatenate(xs, axis=step.src_dim)
-            res = [full] * g
-        elif step.kind == "alltoall":
-            res = [np.concatenate([_chunk(x, step.dst_dim, g, j) for x in xs], axis=step.src_dim)
-                   for j in range(g)]
-        elif step.kind == "allreduce":
-            total = np.sum(np.stack(xs), axis=0)
-            res = [total] * g
-        elif step.kind == "reducescatter":
-            total = np.sum(np.stack(xs), axis=0)
-            res = [_chunk(total, step.dst_dim, g, c) for c in range(g)]
-        else:  # pragma: no cover - STEP_KINDS is closed
-            raise AssertionError(step.kind)
+        res = group_collective_numpy(step.kind, [cur[r] for r in group], src_dim=step.src_dim,
+                                     dst_dim=step.dst_dim)
         for r, y in zip(group, res):
             out[r] = np.array(y, copy=True)
     return out
+
+
+def group_collective_numpy(kind: str, blocks: list[np.ndarray], *, src_dim: int | None = 0,
+                           dst_dim: int | None = 0) -> list[np.ndarray]:
+    """One group's collective on its members' blocks (in member order): each member's
+    result. ``src_dim`` is the dim an allgather concatenates (an alltoall's received
+    chunks too); ``dst_dim`` the dim a slice, reducescatter or alltoall cuts (horovod's
+    collectives: both 0).
+
+    Raises:
+        ValueError: an unknown kind, or blocks an allreduce/reducescatter cannot sum
+            (their shapes differ).
+    """
+    g = len(blocks)
+    if kind in ("allreduce", "reducescatter"):
+        shapes = {np.shape(x) for x in blocks}
+        if len(shapes) != 1:
+            raise ValueError(f"{kind}: the group's blocks have different shapes {sorted(shapes)}; "
+                             "every member must contribute a block of one shape")
+    if kind == "slice":
+        return [_chunk(x, dst_dim, g, c) for c, x in enumerate(blocks)]
+    if kind == "allgather":
+        full = np.concatenate(blocks, axis=src_dim)
+        return [full] * g
+    if kind == "alltoall":
+        return [np.concatenate([_chunk(x, dst_dim, g, j) for x in blocks], axis=src_dim)
+                for j in range(g)]
+    if kind == "allreduce":
+        total = np.sum(np.stack(blocks), axis=0)
+        return [total] * g
+    if kind == "reducescatter":
+        total = np.sum(np.stack(blocks), axis=0)
+        return [_chunk(total, dst_dim, g, c) for c in range(g)]
+    raise ValueError(f"unknown collective kind {kind!r}; one of slice, allgather, alltoall, "
+                     "allreduce, reducescatter")
