@@ -33,6 +33,7 @@ from tensoropt.search.baselines import compare, comparison_json, comparison_tabl
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import SearchSettings, frontier_for, profile_parallelisms
 from tensoropt.simulator.commands import add_commands, add_simulate_arguments, frontier_check
+from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.simulator.strategy_cost import SimulatedCost
 from tensoropt.stats import graph_stats
 
@@ -122,7 +123,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with progress_bar(f"{args.model} on {args.devices} devices") as update:
         result = compare(graph, args.cluster, args.devices, args.memory_limit, args.budget_s,
                          _search_options(args), args.cost_model, seed=args.seed, model_name=args.model,
-                         progress=update, mcmc_cost=MCMC_COSTS[args.mcmc_cost])
+                         progress=update, mcmc_cost=MCMC_COSTS[args.mcmc_cost],
+                         simulate=lambda plan, cluster, model: simulate_plan(graph, plan, cluster, model).makespan_s)
     print(json.dumps(comparison_json(result), indent=1) if args.json else comparison_table(result))
     if args.plot:
         plot_comparison(result, args.plot)

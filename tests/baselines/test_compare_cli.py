@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tensoropt import cli
 from tensoropt.search.baselines import METHODS
 
@@ -15,6 +17,7 @@ def test_compare_json_lists_every_method_with_its_fields(capsys, tmp_path):
     for m in out["methods"]:
         assert {"method", "search_s", "time_s", "memory_bytes", "fits"} <= set(m)
         assert m["time_s"] > 0 and m["memory_bytes"] > 0 and m["search_s"] >= 0
+        assert 0 < m["simulated_s"] <= m["time_s"] * (1 + 1e-9)   # overlap only ever helps
     ft = out["methods"][0]
     assert ft["fits"] and ft["slowdown"] == 1.0
     assert all(m["time_s"] >= ft["time_s"] * (1 - 1e-9) for m in out["methods"] if m["fits"])
@@ -37,6 +40,10 @@ def test_compare_prices_mcmc_with_the_simulator_unless_told_additive(capsys):
     for cost in ("simulated", "additive"):
         assert cli.main(args + ["--mcmc-cost", cost]) == 0
         methods = json.loads(capsys.readouterr().out)["methods"]
-        notes[cost] = next(m["note"] for m in methods if m["method"] == "mcmc")
+        mcmc = next(m for m in methods if m["method"] == "mcmc")
+        notes[cost] = mcmc["note"]
+        if cost == "simulated":   # the chain's best time is its plan's simulated time
+            its_time = float(mcmc["note"].split("its time ")[1].split()[0])
+            assert its_time == pytest.approx(mcmc["simulated_s"], abs=1e-5)
     assert "cost=SimulatedCost" in notes["simulated"] and "its time" in notes["simulated"]
     assert "cost=AdditiveCost" in notes["additive"]

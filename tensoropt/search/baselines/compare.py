@@ -58,6 +58,8 @@ class MethodRow:
         fits: the plan's memory per device is within the limit.
         slowdown: its time over FT's fastest fitting plan's (None when either is missing).
         note: what the method reported (its layout, its failure).
+        simulated_s: the simulator's step time of the plan, when ``compare`` was given
+            ``simulate`` (None otherwise).
     """
 
     method: str
@@ -66,6 +68,7 @@ class MethodRow:
     fits: bool
     slowdown: float | None
     note: str = ""
+    simulated_s: float | None = None
 
     @property
     def time_s(self) -> float | None:
@@ -94,10 +97,11 @@ class Comparison:
 def compare(graph, cluster, devices: int, memory_limit: float | None = None, budget_s: float = 10.0,
             search=None, cost_model: str = "analytical", methods=METHODS, seed: int = 0,
             model_name: str = "", progress: Callable | None = None,
-            mcmc_cost: Callable | None = None) -> Comparison:
+            mcmc_cost: Callable | None = None, simulate: Callable | None = None) -> Comparison:
     """Runs every method of ``methods`` on ``graph`` with ``devices`` devices of ``cluster``.
 
-    ``mcmc_cost(tables, cluster)`` makes MCMC's ``StrategyCost`` (default: additive).
+    ``mcmc_cost(tables, cluster)`` makes MCMC's ``StrategyCost`` (default: additive);
+    ``simulate(plan, cluster, cost_model) -> seconds`` gives each row's ``simulated_s``.
 
     Raises:
         ValueError: an unknown method name.
@@ -119,7 +123,8 @@ def compare(graph, cluster, devices: int, memory_limit: float | None = None, bud
     def row(method: str, plan: Plan | None, seconds: float, note: str = "") -> MethodRow:
         fits = plan is not None and plan.memory_bytes <= limit
         slowdown = None if plan is None or base is None else plan.time_s / base
-        return MethodRow(method, plan, seconds, fits, slowdown, note)
+        simulated = None if plan is None or simulate is None else simulate(plan, cluster, model)
+        return MethodRow(method, plan, seconds, fits, slowdown, note, simulated)
 
     runs = {"mesh_tf": lambda: mesh_tf_search(tables, limit), "optcnn": lambda: optcnn_search(tables),
             "tofu": lambda: tofu_search(tables), "pase": lambda: pase_search(tables),
@@ -161,13 +166,15 @@ def comparison_table(c: Comparison) -> str:
     """The comparison as a text table."""
     lines = [f"{c.model or 'graph'} on {c.cluster}, {c.devices} devices, memory limit "
              f"{c.memory_limit_bytes / GIB:.2f} GiB per device; pricing (shared) {c.pricing_s:.2f} s",
-             f"{'method':<15}{'search s':>10}{'time/iter s':>13}{'memory GiB':>12}{'fits':>6}{'vs FT':>9}  note"]
+             f"{'method':<15}{'search s':>10}{'time/iter s':>13}{'simulated s':>13}{'memory GiB':>12}"
+             f"{'fits':>6}{'vs FT':>9}  note"]
     for r in c.rows:
         if r.plan is None:
-            lines.append(f"{r.method:<15}{'-':>10}{'-':>13}{'-':>12}{'-':>6}{'-':>9}  {r.note}")
+            lines.append(f"{r.method:<15}{'-':>10}{'-':>13}{'-':>13}{'-':>12}{'-':>6}{'-':>9}  {r.note}")
             continue
         slow = "-" if r.slowdown is None else f"{r.slowdown:.3f}x"
-        lines.append(f"{r.method:<15}{r.search_s:>10.3f}{r.time_s:>13.5f}{r.memory_bytes / GIB:>12.3f}"
+        sim = "-" if r.simulated_s is None else f"{r.simulated_s:.5f}"
+        lines.append(f"{r.method:<15}{r.search_s:>10.3f}{r.time_s:>13.5f}{sim:>13}{r.memory_bytes / GIB:>12.3f}"
                      f"{'yes' if r.fits else 'no':>6}{slow:>9}  {r.note}")
     return "\n".join(lines)
 
@@ -179,7 +186,7 @@ def comparison_json(c: Comparison) -> dict:
             "memory_limit_bytes": c.memory_limit_bytes, "pricing_s": c.pricing_s,
             "methods": [{"method": r.method, "search_s": r.search_s, "time_s": r.time_s,
                          "memory_bytes": r.memory_bytes, "fits": r.fits, "slowdown": r.slowdown,
-                         "note": r.note} for r in c.rows],
+                         "simulated_s": r.simulated_s, "note": r.note} for r in c.rows],
             "mcmc_trace": [{"search_s": s, "best_time_s": t} for s, t in c.mcmc_trace_s]}
 
 
