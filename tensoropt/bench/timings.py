@@ -18,6 +18,11 @@ from __future__ import annotations
 import argparse
 import time
 
+import tensoropt as to
+from tensoropt import models
+from tensoropt.configs import Config
+from tensoropt.costs.profiler import ComputeProfiler, local_shard
+
 __all__ = ["recording_seconds", "profiler_ratios", "main"]
 
 RECORDING_TARGET_S = 3.0
@@ -25,8 +30,6 @@ RECORDING_TARGET_S = 3.0
 
 def recording_seconds() -> dict[str, float]:
     """Seconds to record each zoo model at paper size (no TensorFlow object is made)."""
-    import tensoropt as to  # noqa: PLC0415
-    from tensoropt import models  # noqa: PLC0415
 
     out = {}
     for name in models.names():
@@ -39,8 +42,6 @@ def recording_seconds() -> dict[str, float]:
 
 
 def _steady(profiler, pairs, rounds: int = 3) -> list[float]:
-    from tensoropt.costs.profiler import local_shard  # noqa: PLC0415
-
     best = [float("inf")] * len(pairs)
     for _ in range(rounds):
         for i, (op, config) in enumerate(pairs):
@@ -50,9 +51,6 @@ def _steady(profiler, pairs, rounds: int = 3) -> list[float]:
 
 def profiler_ratios() -> dict[str, tuple[float, str, float]]:
     """{figure: (measured ratio, "<" or ">", target)} of measured compute times."""
-    import tensoropt as to  # noqa: PLC0415
-    from tensoropt.configs import Config  # noqa: PLC0415
-    from tensoropt.costs.profiler import ComputeProfiler  # noqa: PLC0415
 
     one = Config((1,), (None,))
     to.reset_default_graph()

@@ -33,9 +33,11 @@ import numpy as np
 
 from reschedule import group_collective_numpy
 
+from tensoropt._tf import import_tensorflow
 from tensoropt.execution.builder import PlanSharding
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.execution.recording_hvd import RecordingHorovod
+from tensoropt.graph import Tensor, TrainStep
 
 __all__ = ["Rendezvous", "CollectiveTimeout", "ThreadedHorovod", "ThreadedJob"]
 
@@ -145,8 +147,6 @@ class ThreadedJob:
     """
 
     def __init__(self, graph, plan, timeout_s: float = 60.0) -> None:
-        from tensoropt._tf import import_tensorflow  # noqa: PLC0415 - TensorFlow is heavy
-
         tf = import_tensorflow()
         self.graph, self.plan, self.size = graph, plan, plan.parallelism
         self.rendezvous = Rendezvous(timeout_s)
@@ -168,8 +168,6 @@ class ThreadedJob:
                 for k, v in (feed or {}).items()}
 
     def _fetch(self, rank: int, fetches):
-        from tensoropt.graph import Tensor, TrainStep  # noqa: PLC0415 - keeps this module's import light
-
         lowered = self.lowered[rank]
         if isinstance(fetches, TrainStep):
             return lowered.train_ops[id(fetches)]
