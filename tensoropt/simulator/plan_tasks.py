@@ -73,6 +73,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator._rebuild_tasks import RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
 
@@ -107,7 +108,7 @@ class RebuildChoice:
     dropped: frozenset
 
 
-class PlanContext:
+class PlanContext(RebuildTasks):
     """What the fragments of one graph share (see module doc)."""
 
     def __init__(self, graph, model, devices_per_machine: int, options: SimOptions) -> None:
@@ -351,63 +352,6 @@ class PlanContext:
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))
-
-    def rebuild_fragment(self, f: Fragment, k: int, choice: RebuildChoice) -> None:
-        """Op ``k``'s backward rebuild (see ``RebuildChoice``), its own inside backward
-        collectives, and the joins that say how long its outputs are kept."""
-        op, c, config = self.ops[k], self.ops[k].name, choice.config
-        n = len(op.inputs)
-        calls, sec, rebuild_count, rb_steps = [], [], 0, ()
-        if self.has_bwd[k]:
-            gi = self.grad_inputs[k]
-            own = op_collectives(op, config, gi, tag="/rebuild" if choice.mode == "inside" else "")
-            if choice.mode == "inside":
-                items = [x for x in own if x.inside and x.phase == "forward"]
-                calls, sec = own_calls(op, config, items, "rebuild"), self._own_seconds(config, items)
-            elif choice.mode == "keep_consumer":
-                rb_steps = choice.edge[1].rebuild_steps
-                calls = step_calls(rb_steps, f"{c}/out0/rebuild", op.outputs[0], "rebuild")
-                sec = self._step_seconds(rb_steps, op.outputs[0])
-            rebuild_count = len(calls)
-            items = [x for x in own if x.inside and x.phase == "backward"]
-            calls = calls + own_calls(op, config, items)
-            sec = sec + self._own_seconds(config, items)
-        rerun_ps = (self.compute_ps(k, config)[0]
-                    if choice.mode == "inside" and self.has_bwd[k] and reruns_forward(op) else 0)
-        for r in self.ranks:
-            s = self.sfx(r)
-            bwd = f"{c}/bwd{s}"
-            if rerun_ps:   # differentiating on rebuilt inputs runs the forward again
-                rerun = self._compute(f, f"{c}/rerun", k, r, rerun_ps, "rerun", config)
-                for a in [f"{c}/fwd{s}"] + [f"{c}/in{i}/rebuilt{s}" for i in range(n)]:
-                    f.add_dependency(a, rerun)
-                f.add_dependency(rerun, bwd)
-            data = []
-            if choice.mode == "keep_consumer" and rebuild_count:
-                ek, ei = self.edges[choice.edge[0]][:2]
-                data = [f"{self.ops[ek].name}/in{ei}/data{s}"]
-            elif rebuild_count:
-                data = [f"{c}/fwd{s}"]
-            start = f"{c}/in{n - 1}/R{s}" if n else f"{c}/bchain_in{s}"
-            rb, end = self._collectives(f, calls[:rebuild_count], sec[:rebuild_count], r, start,
-                                        data, c, "rebuild")
-            if choice.mode == "keep_consumer":
-                self._conversion_buffers(f, rb, rb_steps, op.outputs[0], f"{c}:out0:rebuilt",
-                                         [bwd], r, "rebuilt activation")
-            else:
-                for task, call in zip(rb, calls):
-                    f.add_buffer(f"{task}:buf", call.nbytes, "gather in flight", alloc=task,
-                                 free_after=[task], rank=r)
-            self._join(f, f"{c}/out/rebuilt", r, rb[-1:])
-            names, end = self._collectives(f, calls[rebuild_count:], sec[rebuild_count:], r, end,
-                                           [bwd], c, "backward")
-            for task, call in zip(names, calls[rebuild_count:]):
-                f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
-                             free_after=[task], rank=r)
-            self._join(f, f"{c}/rebuild_out", r, [end])
-            for j in range(len(op.outputs)):
-                keep = self.has_bwd[k] and j in op.space.saved_outputs and j not in choice.dropped
-                self._join(f, f"{c}/out{j}/keep", r, [bwd] if keep else [])
 
 
 def _saved_io_bytes(op, config: Config) -> int:

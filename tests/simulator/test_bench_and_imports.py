@@ -32,7 +32,7 @@ def test_bad_bench_arguments_are_refused():
 #: Modules that turn plans into task graphs read these TensorFlow-free parts of tensoropt
 #: (the configurations, the cost model's rules, the collective schedule); the engine
 #: modules read nothing outside the package.
-PLAN_MODULES = {"plan_tasks.py", "plan_sim.py", "check.py", "bench_plans.py", "bench.py", "commands.py"}
+PLAN_MODULES = {"plan_tasks.py", "_rebuild_tasks.py", "plan_sim.py", "check.py", "bench_plans.py", "bench.py", "commands.py"}
 PLAN_IMPORTS = ("tensoropt.configs", "tensoropt.execution.schedule", "tensoropt.cluster",
                 "tensoropt.search", "tensoropt.models", "tensoropt.plan")
 
