@@ -17,6 +17,7 @@ import tensoropt as to
 from tensoropt import models
 from tensoropt.cli.report import plans_table
 from tensoropt.stats import graph_stats
+from tensoropt.units import format_bytes
 
 
 def show_paper_model(name: str) -> None:
@@ -53,8 +54,8 @@ def main() -> None:
         row = next(r for r in check["plans"] if r["index"] == check["chosen_index"])
         print(f"  simulated: time/iter {row['simulated_time_s']:.4g} s (estimate "
               f"{row['estimated_time_s']:.4g} s), peak memory/device "
-              f"{row['simulated_peak_bytes'] / 2**30:.3f} GiB (estimate "
-              f"{row['estimated_memory_bytes'] / 2**30:.3f} GiB)")
+              f"{format_bytes(row['simulated_peak_bytes'])} (estimate "
+              f"{format_bytes(row['estimated_memory_bytes'])})")
     to.build_execution_graph(engine="tensorflow", plan=plan)
     # Every rank makes the same batch and feeds it whole; TensorOpt gives each rank its slice.
     # One batch, trained on repeatedly, so that the falling loss shows training works.

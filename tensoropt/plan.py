@@ -30,6 +30,8 @@ from typing import Any, Iterator, Mapping
 
 from reschedule import Layout, Step
 
+from tensoropt.units import format_bytes   # pure: imports nothing
+
 __all__ = ["OpConfig", "EdgePlan", "Plan", "FrozenMap", "PLAN_FORMAT_VERSION", "REUSE_CHOICES"]
 
 PLAN_FORMAT_VERSION = 1
@@ -417,7 +419,7 @@ class Plan:
 
     def __str__(self) -> str:
         def fmt(v, unit):
-            return "not estimated" if v is None else (f"{v / 2**30:.3f} GiB" if unit == "B" else f"{v:.4g} s")
+            return "not estimated" if v is None else (format_bytes(v) if unit == "B" else f"{v:.4g} s")
         lines = [f"Plan({self.option}, {self.parallelism} device(s), {len(self.ops)} ops)",
                  f"  memory/device {fmt(self.memory_bytes, 'B')}, time/iter {fmt(self.time_s, 's')}, "
                  f"network {fmt(self.network_s, 's')}, compute {fmt(self.compute_s, 's')}"]

@@ -31,6 +31,7 @@ from tensoropt.simulator.check import check_frontier
 from tensoropt.simulator.plan_options import SimOptions
 from tensoropt.simulator.plan_sim import check_plan_shape, simulate_plan
 from tensoropt.simulator.trace import chrome_trace
+from tensoropt.units import format_bytes
 
 __all__ = ["add_simulate_arguments", "frontier_check", "cmd_plan", "cmd_simulate",
            "add_commands"]
@@ -106,10 +107,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             chrome_trace(result, args.trace)
     except (ValueError, OSError) as e:
         raise _fail("simulate", e) from None
-    gib = 2.0 ** 30
     print(f"{plan}\n  simulated ({options.collective_order} collectives): time/iter "
           f"{result.makespan_s:.4g} s (estimate {plan.time_s:.4g} s), peak memory/device "
-          f"{result.peak_memory_bytes / gib:.3f} GiB (estimate {plan.memory_bytes / gib:.3f} GiB), "
+          f"{format_bytes(result.peak_memory_bytes)} (estimate {format_bytes(plan.memory_bytes)}), "
           f"exposed network {result.exposed_network_s:.4g} s")
     peak = result.ranks[0].memory
     print(f"  peak at {peak.peak_time_s:.4g} s; largest live: " + ", ".join(
