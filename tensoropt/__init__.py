@@ -40,10 +40,15 @@ from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
 from tensoropt.runtime import (World, build_execution_graph, find_strategy, init, run, search_strategy,
                                set_random_seed)
+from tensoropt import checkpoint
+
+# to.train.Saver and to.train.latest_checkpoint, as in tf.compat.v1.train: they live in
+# tensoropt.checkpoint (they read the built execution graph, above train in the layers).
+train.Saver, train.latest_checkpoint = checkpoint.Saver, checkpoint.latest_checkpoint
 
 __all__ = [
     # modules
-    "nn", "train", "contrib", "ops",
+    "nn", "train", "contrib", "ops", "checkpoint",
     # runtime
     "init", "find_strategy", "search_strategy", "build_execution_graph", "run", "set_random_seed", "World",
     "Plan", "OpConfig",

@@ -51,7 +51,7 @@ from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
 
-__all__ = ["World", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
+__all__ = ["World", "ExecutionState", "execution_state", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
            "run", "set_random_seed", "OPTIONS", "mpirun_command"]
 
 @dataclass(frozen=True)
@@ -464,3 +464,26 @@ def _map_fetches(fetches, lowered: Lowered):
     if isinstance(fetches, (list, tuple)):
         return type(fetches)(_map_fetches(f, lowered) for f in fetches)
     raise ValueError(f"run: cannot fetch {fetches!r}; fetch tensors, variables or training steps")
+
+
+@dataclass(frozen=True)
+class ExecutionState:
+    """What ``build_execution_graph`` built in this process (read by ``to.train.Saver``)."""
+
+    graph: Graph
+    plan: Plan
+    lowered: Lowered
+    session: Any
+    sharding: Any          # PlanSharding, or None on one process
+    rank: int
+    size: int
+    comm: Any              # TensorOpt's MPI communicator, or None on one process
+
+
+def execution_state() -> ExecutionState | None:
+    """The built execution graph of this process, or None before ``build_execution_graph``."""
+    if _runtime.session is None:
+        return None
+    w = world()
+    return ExecutionState(_runtime.graph, _runtime.plan, _runtime.lowered, _runtime.session,
+                          _runtime.sharding, w.rank, w.size, _runtime.comm)

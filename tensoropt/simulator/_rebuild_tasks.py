@@ -1,5 +1,5 @@
 """A plan's backward rebuild tasks: the part of ``plan_tasks.PlanContext`` that builds
-each op's ``("rebuild", k)`` fragment (see ``plan_tasks.RebuildChoice`` for the modes).
+each op's ``("rebuild", k)`` fragment (``RebuildChoice`` says which mode).
 
 ``PlanContext`` inherits ``rebuild_fragment`` from ``RebuildTasks``, which uses its
 helpers (``_compute``, ``_collectives``, ``_conversion_buffers``, ``_join``) and tables
@@ -15,14 +15,32 @@ from __future__ import annotations
 
 from tensoropt.configs import op_collectives, reruns_forward
 from tensoropt.execution.schedule import own_calls, step_calls
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Optional
 
+from tensoropt.configs import Config
 from tensoropt.simulator.graph import Fragment
 
-if TYPE_CHECKING:   # plan_tasks imports this module
-    from tensoropt.simulator.plan_tasks import RebuildChoice
+__all__ = ["RebuildChoice", "RebuildTasks"]
 
-__all__ = ["RebuildTasks"]
+
+@dataclass(frozen=True)
+class RebuildChoice:
+    """An op's backward rebuild state.
+
+    Attributes:
+        config: the op's configuration.
+        mode: ``"inside"`` (the op converts an input itself: it re-runs its inside
+            collectives, tagged ``/rebuild``), ``"keep_consumer"`` (it rebuilds output 0
+            from ``edge``'s consumer copy) or ``"none"``.
+        edge: the first keep_consumer edge of its outputs (its index and plan), or None.
+        dropped: outputs whose producer copy a keep_consumer edge drops.
+    """
+
+    config: Config
+    mode: str
+    edge: Optional[tuple]
+    dropped: frozenset
 
 
 class RebuildTasks:

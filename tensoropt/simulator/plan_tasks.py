@@ -73,7 +73,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
-from tensoropt.simulator._rebuild_tasks import RebuildTasks
+from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
 
@@ -87,25 +87,6 @@ class EdgeChoice:
 
     plan: object
     consumer: Config
-
-
-@dataclass(frozen=True)
-class RebuildChoice:
-    """An op's backward rebuild state.
-
-    Attributes:
-        config: the op's configuration.
-        mode: ``"inside"`` (the op converts an input itself: it re-runs its inside
-            collectives, tagged ``/rebuild``), ``"keep_consumer"`` (it rebuilds output 0
-            from ``edge``'s consumer copy) or ``"none"``.
-        edge: the first keep_consumer edge of its outputs (its index and plan), or None.
-        dropped: outputs whose producer copy a keep_consumer edge drops.
-    """
-
-    config: Config
-    mode: str
-    edge: Optional[tuple]
-    dropped: frozenset
 
 
 class PlanContext(RebuildTasks):
