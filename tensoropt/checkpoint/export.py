@@ -28,13 +28,16 @@ def export_tensorflow(checkpoint: str, prefix: str) -> list[str]:
 
     Raises:
         CheckpointError: the TensorOpt checkpoint is missing or damaged (named).
-        ValueError: ``prefix``'s directory cannot be written (checked before reading).
+        ValueError: ``prefix``'s directory cannot be written (checked before writing).
     """
-    directory = os.path.dirname(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
-    if not os.access(directory, os.W_OK):
-        raise ValueError(f"export-checkpoint: cannot write into {directory!r}; choose another prefix")
     manifest = Manifest.read(checkpoint)
+    directory = os.path.dirname(os.path.abspath(prefix))
+    existing = directory
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
+        raise ValueError(f"export-checkpoint: cannot write into {directory!r} ({existing!r} is not a "
+                         "writable directory); choose another prefix")
     files = ShardFiles(checkpoint)
     try:
         values = {t.name: read_region(t, tuple(slice(0, n) for n in t.shape), files)
@@ -44,6 +47,7 @@ def export_tensorflow(checkpoint: str, prefix: str) -> list[str]:
     if not values:
         raise CheckpointError(f"{checkpoint}: holds no tensor")
     tf = import_tensorflow()
+    os.makedirs(directory, exist_ok=True)
     names = sorted(values)
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
         save = tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),

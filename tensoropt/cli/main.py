@@ -15,6 +15,7 @@ Usage::
     tensoropt plan --model M --cluster C --devices N --option mini_time --out plan.json
     tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
+    tensoropt export-checkpoint ckpt/model-300 exported/model       # to a plain TF checkpoint
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 
 import tensoropt as to
 from tensoropt import models
+from tensoropt.checkpoint import export_tensorflow
 from tensoropt.cli.progress import progress_bar
 from tensoropt.cli.report import frontier_rows, frontier_table, plot_frontier, profile_table
 from tensoropt.cluster import get_cluster
@@ -115,6 +117,16 @@ def _cmd_profile(args: argparse.Namespace) -> int:
             rows += profile_parallelisms(graph, settings, [n], progress=update)
     limit = SearchSettings(cluster=cluster, memory_limit_bytes=args.memory_limit).limit_bytes
     print(profile_table(rows, args.model, cluster.name, limit))
+    return 0
+
+
+def _cmd_export_checkpoint(args: argparse.Namespace) -> int:
+    try:
+        names = export_tensorflow(args.checkpoint, args.prefix)
+    except ValueError as e:   # CheckpointError included: it names the file and the tensor
+        raise SystemExit(f"tensoropt export-checkpoint: {e}") from None
+    print(f"{len(names)} tensors written to the TensorFlow checkpoint {args.prefix} "
+          f"(tf.train.load_checkpoint({args.prefix!r}))")
     return 0
 
 
@@ -215,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_compare)
 
     add_commands(sub, _model_arguments)
+
+    p = sub.add_parser("export-checkpoint", help="a TensorOpt checkpoint as a plain TensorFlow checkpoint "
+                                                 "(whole tensors under their TF 1.x names)")
+    p.add_argument("checkpoint", help="a checkpoint directory (Saver.save's path)")
+    p.add_argument("prefix", help="the TensorFlow checkpoint prefix to write, e.g. exported/model")
+    p.set_defaults(func=_cmd_export_checkpoint)
 
     p = sub.add_parser("calibrate", add_help=False,
                        help="under mpirun: measure collectives per group shape and matmul FLOP/s "

@@ -124,3 +124,14 @@ def test_export_is_a_plain_tensorflow_checkpoint(trained, tmp_path):
         np.testing.assert_array_equal(reader.get_tensor(name), value)
     assert reader.get_tensor("global_step") == 2
     assert reader.get_variable_to_shape_map()["qkv/w/Adam"] == [8, 24]
+
+
+def test_export_checkpoint_command(trained, tmp_path, capsys):
+    from tensoropt import cli
+
+    path = to.train.Saver().save(str(tmp_path / "model"), global_step=2)
+    assert cli.main(["export-checkpoint", path, str(tmp_path / "tf" / "model")]) == 0
+    assert "tensors written" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"export-checkpoint: .*model-9.*does not exist"):
+        cli.main(["export-checkpoint", str(tmp_path / "model-9"), str(tmp_path / "tf2" / "m")])
+    assert not (tmp_path / "tf2").exists()   # nothing half-written
