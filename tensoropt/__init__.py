@@ -41,6 +41,7 @@ from tensoropt.plan import OpConfig, Plan
 from tensoropt.runtime import (World, build_execution_graph, find_strategy, init, run, search_strategy,
                                set_random_seed)
 from tensoropt import checkpoint
+from tensoropt.inputs import input_slice
 
 # to.train.Saver and to.train.latest_checkpoint, as in tf.compat.v1.train: they live in
 # tensoropt.checkpoint (they read the built execution graph, above train in the layers).
@@ -51,6 +52,7 @@ __all__ = [
     "nn", "train", "contrib", "ops", "checkpoint",
     # runtime
     "init", "find_strategy", "search_strategy", "build_execution_graph", "run", "set_random_seed", "World",
+    "input_slice",
     "Plan", "OpConfig",
     # graph
     "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",

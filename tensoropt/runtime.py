@@ -37,6 +37,7 @@ from tensoropt._tf import import_tensorflow
 from tensoropt.cluster import get_cluster, presets
 from tensoropt.execution import PlanSharding, guards
 from tensoropt.execution.guards import StepWatch, check_agreement, check_cache_capacity, horovod_settings
+from tensoropt.execution.hosts import job_hostnames, machine_shape
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule
 from tensoropt.execution.step_profile import profile_from_trace, resident_bytes, trace_options
@@ -64,11 +65,11 @@ class World:
 
     @property
     def machines(self) -> int:
-        return len(set(self.hostnames))
+        return machine_shape(self.hostnames)[0]
 
     @property
     def devices_per_machine(self) -> int:
-        return max(self.hostnames.count(h) for h in set(self.hostnames))
+        return machine_shape(self.hostnames)[1]
 
 
 class _Runtime:
@@ -100,7 +101,8 @@ def init() -> World:
     from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when asked for
 
     comm = MPI.COMM_WORLD
-    hostnames = tuple(comm.allgather(socket.gethostname()))
+    hostnames = job_hostnames(comm.allgather(socket.gethostname()), os.environ)
+    machine_shape(hostnames)   # a placement TensorOpt cannot plan for fails here, on every rank
     # read by hvd.init: the stall limit (TENSOROPT_COLLECTIVE_TIMEOUT_S) and the cache size
     os.environ.update(horovod_settings(os.environ))
     import_tensorflow()

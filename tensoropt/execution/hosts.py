@@ -1,0 +1,59 @@
+"""Which machine each rank runs on: host names, grouped into machines.
+
+``init`` gathers every rank's host name. ``TENSOROPT_HOSTS`` (a comma-separated list, one
+name per rank) overrides them, so that one machine can stand in for several in tests and
+dry runs. A cluster is machines x devices per machine with the ranks of one machine
+numbered consecutively, which is how ``mpirun --map-by slot`` (its default) and
+``horovodrun -H a:8,b:8`` place them; any other placement is refused with the fix.
+
+Usage::
+
+    hostnames = job_hostnames(comm.allgather(socket.gethostname()), os.environ)
+    machines, per_machine = machine_shape(hostnames)
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+__all__ = ["HOSTS_ENV", "job_hostnames", "machine_shape"]
+
+HOSTS_ENV = "TENSOROPT_HOSTS"
+
+
+def job_hostnames(gathered: Sequence[str], environ: Mapping[str, str]) -> tuple[str, ...]:
+    """Each rank's host: the gathered names, or ``TENSOROPT_HOSTS`` when set.
+
+    Raises:
+        ValueError: ``TENSOROPT_HOSTS`` does not name one host per rank.
+    """
+    override = environ.get(HOSTS_ENV, "").strip()
+    if not override:
+        return tuple(gathered)
+    names = tuple(h.strip() for h in override.split(","))
+    if len(names) != len(gathered) or not all(names):
+        raise ValueError(f"{HOSTS_ENV}={override!r} names {len(names)} host(s) for {len(gathered)} "
+                         f"rank(s); give one non-empty name per rank, e.g. "
+                         f"{HOSTS_ENV}={','.join(['a'] * (len(gathered) // 2) + ['b'] * (len(gathered) - len(gathered) // 2))}")
+    return names
+
+
+def machine_shape(hostnames: Sequence[str]) -> tuple[int, int]:
+    """(machines, devices per machine) of a job whose rank r runs on ``hostnames[r]``.
+
+    Raises:
+        ValueError: machines run different numbers of ranks, or a machine's ranks are
+            not numbered consecutively (naming the hosts and the mpirun option to use).
+    """
+    order: list[str] = []
+    for h in hostnames:
+        if not order or order[-1] != h:
+            order.append(h)
+    counts = {h: hostnames.count(h) for h in order}
+    if len(order) != len(counts):
+        raise ValueError(f"ranks of one host are not numbered consecutively ({', '.join(hostnames)}); "
+                         "launch with mpirun --map-by slot (or horovodrun -H a:N,b:N)")
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"hosts run different numbers of ranks ({counts}); TensorOpt plans for "
+                         "machines x devices per machine: give every host the same number of slots")
+    return len(order), len(hostnames) // len(order)

@@ -1,0 +1,27 @@
+"""Host names grouped into machines (no MPI)."""
+
+import pytest
+
+from tensoropt.execution.hosts import job_hostnames, machine_shape
+
+
+def test_the_override_names_one_host_per_rank():
+    assert job_hostnames(["n", "n"], {}) == ("n", "n")
+    assert job_hostnames(["n"] * 4, {"TENSOROPT_HOSTS": "a, a,b,b"}) == ("a", "a", "b", "b")
+    with pytest.raises(ValueError, match="names 3 host.*4 rank"):
+        job_hostnames(["n"] * 4, {"TENSOROPT_HOSTS": "a,a,b"})
+    with pytest.raises(ValueError, match="non-empty"):
+        job_hostnames(["n"] * 2, {"TENSOROPT_HOSTS": "a,"})
+
+
+@pytest.mark.parametrize("hosts, shape", [(["a"], (1, 1)), (["a"] * 4, (1, 4)), (["a", "a", "b", "b"], (2, 2)),
+                                          (["x", "y", "z"], (3, 1))])
+def test_machine_shape(hosts, shape):
+    assert machine_shape(hosts) == shape
+
+
+def test_placements_that_are_not_machines_by_devices_are_refused():
+    with pytest.raises(ValueError, match="--map-by slot"):
+        machine_shape(["a", "b", "a", "b"])
+    with pytest.raises(ValueError, match="same number of slots"):
+        machine_shape(["a", "a", "a", "b"])
