@@ -51,6 +51,7 @@ from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
+from tensoropt.validation import check_choice, check_int, check_number
 
 __all__ = ["World", "ExecutionState", "execution_state", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
            "run", "set_random_seed", "OPTIONS", "mpirun_command"]
@@ -217,6 +218,17 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     """
     if option not in OPTIONS:
         raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
+    check_number("find_strategy", "memory_limit", memory_limit, minimum=0, inclusive=False, none_ok=True,
+                 unit="bytes per device, e.g. 16e9")
+    check_int("find_strategy", "parallelism", parallelism, none_ok=True)
+    if parallelisms is not None:
+        if isinstance(parallelisms, (str, bytes)) or not hasattr(parallelisms, "__iter__") or not list(parallelisms):
+            raise ValueError(f"find_strategy: parallelisms must be a non-empty list of device counts, "
+                             f"got {parallelisms!r}")
+        parallelisms = [check_int("find_strategy", "parallelisms[]", n) for n in parallelisms]
+    check_choice("find_strategy", "cost_model", cost_model, ("analytical", "profiled"))
+    if graph is not None and not isinstance(graph, Graph):
+        raise ValueError(f"find_strategy: graph must be a tensoropt Graph, got {type(graph).__name__}")
 
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
@@ -300,6 +312,13 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     """
     if engine != "tensorflow":
         raise ValueError(f"build_execution_graph: engine {engine!r} is not supported; use engine='tensorflow'")
+    if plan is not None and not isinstance(plan, Plan):
+        hint = (f"; to use a saved plan, pass plan=tensoropt.Plan.load({plan!r})" if isinstance(plan, (str, os.PathLike))
+                else "")
+        raise ValueError(f"build_execution_graph: plan must be a tensoropt.Plan, got {type(plan).__name__} "
+                         f"{plan!r}{hint}")
+    if graph is not None and not isinstance(graph, Graph):
+        raise ValueError(f"build_execution_graph: graph must be a tensoropt Graph, got {type(graph).__name__}")
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
+from tensoropt.validation import check_number
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer"]
 
@@ -26,6 +27,14 @@ class Optimizer:
 
     tf_name = ""
     slots_per_variable = 0
+
+    def __post_init__(self) -> None:
+        for name, value in self.hyperparameters().items():
+            if name == "use_nesterov":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{type(self).__name__}: use_nesterov must be True or False, got {value!r}")
+                continue
+            check_number(type(self).__name__, name, value, minimum=0.0)
 
     def hyperparameters(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "name"}

@@ -16,6 +16,10 @@ Usage::
     tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
     tensoropt export-checkpoint ckpt/model-300 exported/model       # to a plain TF checkpoint
+
+A bad argument or file ends the command with one line, ``tensoropt <command>: <what>
+(<how to fix>)``, and exit status 2; ``--debug`` shows the traceback instead. Files a
+command writes (``--out``, ``--plot``, ``--trace``) are checked before its work starts.
 """
 
 from __future__ import annotations
@@ -38,11 +42,18 @@ from tensoropt.simulator.commands import add_commands, add_simulate_arguments, f
 from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.simulator.strategy_cost import SimulatedCost
 from tensoropt.stats import graph_stats
+from tensoropt.validation import arg_device_counts, arg_positive_float, arg_positive_int, check_output_path
 
 __all__ = ["main", "build_parser"]
 
+#: Options naming a file a command writes: checked before the command's work starts.
+OUTPUT_OPTIONS = ("plot", "out", "trace")
+
 
 def _cmd_models(args: argparse.Namespace) -> int:
+    sizes = sorted({size for name in models.names() for size in models.get_entry(name).presets})
+    if args.size not in sizes:
+        raise ValueError(f"--size {args.size!r}: no model has that preset; choose one of {', '.join(sizes)}")
     rows = []
     for name in models.names():
         to.reset_default_graph()
@@ -106,7 +117,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 def _cmd_profile(args: argparse.Namespace) -> int:
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster)
-    counts = [int(n) for n in args.devices.split(",")]
+    counts = args.devices
     search = _search_options(args)
     rows = []
     for n in counts:
@@ -168,16 +179,16 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
     p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=arg_positive_int, default=None, help="scale the cluster to N devices")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
 
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
     """The cost model and the Frontier-Tracking settings every searching command takes."""
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--threads", type=arg_positive_int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    p.add_argument("--max-candidates", type=arg_positive_int, default=None, help=MAX_CANDIDATES_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
     p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=arg_positive_int, default=None, help="scale the cluster to N devices")
     _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
@@ -204,8 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument("--size", default="paper")
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
-    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--devices", type=arg_device_counts, default=[1, 2, 4, 8, 16],
+                   help="comma-separated device counts (default 1,2,4,8,16)")
+    p.add_argument("--memory-limit", type=arg_positive_float, default=None,
+                   help="bytes per device (default memory/1.1)")
     _search_arguments(p)
     p.set_defaults(func=_cmd_profile)
 
@@ -214,9 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True)
     p.add_argument("--size", default="paper")
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", type=int, required=True, help="device count (the cluster is scaled to it)")
-    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
-    p.add_argument("--budget-s", type=float, default=10.0, help="MCMC's search seconds (default 10)")
+    p.add_argument("--devices", type=arg_positive_int, required=True,
+                   help="device count (the cluster is scaled to it)")
+    p.add_argument("--memory-limit", type=arg_positive_float, default=None,
+                   help="bytes per device (default memory/1.1)")
+    p.add_argument("--budget-s", type=arg_positive_float, default=10.0, help="MCMC's search seconds (default 10)")
     p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
     p.add_argument("--mcmc-cost", choices=sorted(MCMC_COSTS), default="simulated",
                    help="MCMC's cost: the simulator's step time by delta simulation, as FlexFlow "
@@ -247,8 +262,25 @@ def main(argv: list[str] | None = None) -> int:
         from tensoropt.execution import calibration_job  # noqa: PLC0415
 
         return calibration_job.main(argv[1:])
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    debug = "--debug" in argv
+    args = build_parser().parse_args([a for a in argv if a != "--debug"])
+    try:
+        for option in OUTPUT_OPTIONS:     # found now, not after an hour of search
+            check_output_path(f"tensoropt {args.command}", "--" + option.replace("_", "-"),
+                              getattr(args, option, None))
+        return args.func(args)
+    except SystemExit as e:
+        if debug or not isinstance(e.code, str):
+            raise
+        print(e.code, file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as e:   # bad input: one line; the traceback only with --debug
+        if debug:
+            raise
+        message = str(e)
+        prefix = f"tensoropt {args.command}: "
+        print(message if message.startswith(prefix) else prefix + message, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

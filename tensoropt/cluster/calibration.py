@@ -84,8 +84,12 @@ class CalibrationProfile:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+            os.replace(tmp, path)
+        finally:   # nothing half-written is left behind
+            if tmp.exists():
+                tmp.unlink()
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CalibrationProfile":

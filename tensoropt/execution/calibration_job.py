@@ -334,6 +334,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.max_bytes < 1 or args.repeats < 1:
         p.error("--max-bytes and --repeats must be positive")
+    out = os.path.abspath(args.out)
+    if os.path.isdir(out):   # found now, not after the measuring
+        p.error(f"--out {args.out!r} is a directory; give a file name, e.g. {os.path.join(args.out, 'local.json')}")
+    existing = os.path.dirname(out)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
+        p.error(f"--out {args.out!r} cannot be written ({existing!r} is not a writable directory)")
     profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
                         inner=args.inner, statistic=args.statistic)
     from mpi4py import MPI  # noqa: PLC0415

@@ -8,6 +8,8 @@ Usage::
 
 from __future__ import annotations
 
+import operator
+
 from typing import Sequence
 
 from tensoropt.dtypes import as_dtype, float32
@@ -25,8 +27,8 @@ def _check_shape(kind: str, name: str, shape) -> tuple[int, ...]:
             f"{kind} '{name}': shape is None; TensorOpt plans need every shape known, "
             "so pass the full shape including the batch size, e.g. [256, 784]")
     try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
+        dims = tuple(operator.index(d) for d in shape)   # 2.5 or "4" are refused, as TensorFlow does
+    except TypeError:
         raise ValueError(f"{kind} '{name}': shape {shape!r} is not a list of ints; "
                          "expected e.g. [256, 784]") from None
     if any(d is None or d <= 0 for d in dims):

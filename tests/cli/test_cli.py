@@ -59,9 +59,13 @@ def test_profile_max_candidates_says_which_frontiers_are_approximate(capsys):
 
 
 def test_a_bad_search_option_is_named(capsys):
-    with pytest.raises(SystemExit, match="tensoropt frontier: max_candidates must be"):
-        cli.main(["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
-                  "--max-candidates", "0"])
+    argv = ["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16"]
+    with pytest.raises(SystemExit) as usage:       # argparse: one usage line, exit 2
+        cli.main(argv + ["--max-candidates", "0"])
+    assert usage.value.code == 2 and "--max-candidates: 0 must be >= 1" in capsys.readouterr().err
+    assert cli.main(argv + ["--epsilon", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tensoropt frontier: ") and "epsilon" in err[0]
 
 
 def test_frontier_plot_draws_the_frontier(tmp_path, capsys):
