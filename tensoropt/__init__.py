@@ -38,8 +38,8 @@ from tensoropt.ops.math_ops import (add, divide, exp, identity, log, matmul, max
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
-from tensoropt.runtime import (World, build_execution_graph, find_strategy, init, run, search_strategy,
-                               set_random_seed)
+from tensoropt.runtime import World, find_strategy, init, search_strategy, set_random_seed
+from tensoropt.session import build_execution_graph, run
 from tensoropt import checkpoint
 from tensoropt.inputs import input_slice
 

@@ -14,7 +14,7 @@ plan, ``Layout.shard_slices(rank, shape)``.
 
 from __future__ import annotations
 
-from tensoropt import runtime
+from tensoropt import session
 from tensoropt.graph import Tensor
 
 __all__ = ["input_slice"]
@@ -27,7 +27,7 @@ def input_slice(placeholder: Tensor) -> tuple[slice, ...]:
         RuntimeError: before ``build_execution_graph``.
         ValueError: ``placeholder`` is not a placeholder of the built graph.
     """
-    state = runtime.execution_state()
+    state = session.execution_state()
     if state is None:
         raise RuntimeError("input_slice: no execution graph; call tensoropt.build_execution_graph(plan=...) "
                            "first (the slice depends on the plan)")

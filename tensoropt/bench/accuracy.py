@@ -54,7 +54,7 @@ def measure_plan(spec, plan, feed, comm, steps: int, repeats: int) -> dict:
     to.build_execution_graph(engine="tensorflow", plan=plan)
     rt = to.runtime._runtime
     session, lowered = rt.session, rt.lowered
-    tf_feed = {lowered.tensors[k]: to.runtime._local_feed(k, np.asarray(v), rt.sharding) for k, v in feed.items()}
+    tf_feed = {lowered.tensors[k]: to.session._local_feed(k, np.asarray(v), rt.sharding) for k, v in feed.items()}
     train = lowered.train_ops[id(spec.train_op)]
     session.run(train, feed_dict=tf_feed)  # warm up
     times = []

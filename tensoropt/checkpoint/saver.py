@@ -36,7 +36,7 @@ from typing import Optional
 
 import numpy as np
 
-from tensoropt import runtime
+from tensoropt import session
 from tensoropt.checkpoint.held import held_tensors
 from tensoropt.checkpoint.manifest import (MANIFEST, BlockRecord, CheckpointError, Manifest, ShardFiles,
                                            TensorRecord, read_region, shard_file)
@@ -109,7 +109,7 @@ class Saver:
 
     # -- state ---------------------------------------------------------------------------
     def _state(self, what: str):
-        state = runtime.execution_state()
+        state = session.execution_state()
         if state is None:
             raise RuntimeError(f"Saver.{what}: no execution graph; call "
                                "tensoropt.build_execution_graph(plan=...) first")

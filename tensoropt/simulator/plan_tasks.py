@@ -66,10 +66,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_layout,
-                               op_collectives, output_layout, reruns_forward)
+                               op_collectives, output_layout)
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
