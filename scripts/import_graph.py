@@ -122,7 +122,9 @@ def read_edges(root: Path, package: str) -> tuple[list[ImportEdge], dict[str, in
                 count += bool(a.vararg) + bool(a.kwarg)
                 if a.args and a.args[0].arg in ("self", "cls"):
                     count -= 1
-                params.append((count, f"{name}:{node.name}"))
+                # the rule: at most 8 parameters, beyond which they are keyword-only with defaults
+                bare = count - sum(d is not None for d in a.kw_defaults)
+                params.append((count, f"{name}:{node.name}", bare))
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -206,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"modules over 400 lines: {', '.join(f'{m} ({n})' for m, n in over) or 'none'}")
     longest = max(params)
     print(f"longest parameter list: {longest[1]} ({longest[0]} parameters)")
+    over = sorted((p for p in params if p[2] > 8), reverse=True)
+    print("functions over 8 parameters that are not keyword-only with defaults: "
+          + (", ".join(f"{n} ({c})" for c, n, _ in over) or "none"))
     return 0
 
 

@@ -240,7 +240,7 @@ def _run_ranks(ranks: int, seeds: Sequence[int], args: dict, workdir: str, plan_
         after = f"{current['seed']}:{current['index']}"
 
 
-def run_fuzz(seeds: Sequence[int], ranks: Sequence[int] = (2, 4), plans: int = 10, frontier_cap: int = 4,
+def run_fuzz(seeds: Sequence[int], *, ranks: Sequence[int] = (2, 4), plans: int = 10, frontier_cap: int = 4,
              steps: int = 2, plan_timeout_s: float = 180.0, startup_timeout_s: float = 600.0,
              workdir: str | None = None, progress: Callable[[str], None] = lambda line: None,
              stall_at: str | None = None) -> FuzzReport:
@@ -332,7 +332,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seeds = list(range(args.first_seed, args.first_seed + args.models))
     ranks = [int(n) for n in args.ranks.split(",")]
-    report = run_fuzz(seeds, ranks, args.plans, args.frontier_cap, args.steps, args.plan_timeout,
-                      workdir=args.workdir, progress=lambda line: print(line, flush=True))
+    report = run_fuzz(seeds, ranks=ranks, plans=args.plans, frontier_cap=args.frontier_cap, steps=args.steps,
+                      plan_timeout_s=args.plan_timeout, workdir=args.workdir, progress=lambda line: print(line, flush=True))
     _print_report(report, seeds, ranks)
     return 1 if report.mismatches or report.hangs or report.errors or report.failures else 0

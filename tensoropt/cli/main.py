@@ -144,8 +144,9 @@ def _cmd_export_checkpoint(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     graph = _record(args.model, args.size)
     with progress_bar(f"{args.model} on {args.devices} devices") as update:
-        result = compare(graph, args.cluster, args.devices, args.memory_limit, args.budget_s,
-                         _search_options(args), args.cost_model, seed=args.seed, model_name=args.model,
+        result = compare(graph, args.cluster, args.devices, memory_limit=args.memory_limit,
+                         budget_s=args.budget_s, search=_search_options(args), cost_model=args.cost_model,
+                         seed=args.seed, model_name=args.model,
                          progress=update, mcmc_cost=MCMC_COSTS[args.mcmc_cost],
                          simulate=lambda plan, cluster, model: simulate_plan(graph, plan, cluster, model).makespan_s)
     print(json.dumps(comparison_json(result), indent=1) if args.json else comparison_table(result))

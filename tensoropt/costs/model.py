@@ -260,7 +260,7 @@ class CostModel:
         return plan_conversion(src, dst, shape, itemsize, self.step_cost)
 
     def edge_alternatives(self, tensor, src: Layout, dst: Layout, producer_keeps: bool,
-                          consumer_keeps: bool, producer_pinned: bool = False,
+                          consumer_keeps: bool, *, producer_pinned: bool = False,
                           grad: bool | None = None, sole_keeper: bool = True,
                           rerun: tuple[float, float] = (0.0, 0.0)) -> list[EdgeAlternative]:
         """The (memory, time) choices for carrying ``tensor`` from ``src`` to ``dst``.
@@ -280,12 +280,12 @@ class CostModel:
                 "keep_producer" (``rerun_cost`` of the consumer's configuration).
         """
         return self.edge_alternative_table(tensor, (src,), ((dst, tuple(rerun)),), producer_keeps,
-                                           consumer_keeps, producer_pinned, grad,
+                                           consumer_keeps, producer_pinned=producer_pinned, grad=grad,
                                            sole_keeper=sole_keeper)[(0, 0)]
 
     def edge_alternative_table(self, tensor, srcs, dsts, producer_keeps: bool,
-                               consumer_keeps: bool, producer_pinned: bool = False,
-                               grad: bool | None = None, *, sole_keeper: bool = True) -> dict:
+                               consumer_keeps: bool, *, producer_pinned: bool = False,
+                               grad: bool | None = None, sole_keeper: bool = True) -> dict:
         """``{(u, v): edge_alternatives(tensor, srcs[u], dst, ..., rerun=rerun)}`` with
         ``(dst, rerun) = dsts[v]``, for every pair, priced together: one shortest-path tree
         per source layout (and per destination for the gradient), and kept per distinct

@@ -79,7 +79,7 @@ def _embed(ids: Tensor, vocab: int, d_model: int, name: str) -> Tensor:
 
 
 def transformer_model(batch: int, seq: int, vocab: int, d_model: int, heads: int, d_ff: int,
-                      encoder_layers: int, decoder_layers: int, optimizer: str = "adam",
+                      encoder_layers: int, decoder_layers: int, *, optimizer: str = "adam",
                       learning_rate: float = 1e-3) -> ModelSpec:
     """Records the Transformer and returns its ModelSpec.
 
@@ -132,13 +132,13 @@ def transformer_model(batch: int, seq: int, vocab: int, d_model: int, heads: int
     "small": dict(batch=16, seq=64, vocab=8000, d_model=256, heads=4, d_ff=1024, layers=4),
     "tiny": dict(batch=4, seq=8, vocab=48, d_model=16, heads=2, d_ff=32, layers=2),
 })
-def transformer(batch: int = 16, seq: int = 64, vocab: int = 8000, d_model: int = 256, heads: int = 4,
+def transformer(*, batch: int = 16, seq: int = 64, vocab: int = 8000, d_model: int = 256, heads: int = 4,
                 d_ff: int = 1024, layers: int = 4, optimizer: str = "adam",
                 learning_rate: float = 1e-3) -> ModelSpec:
     """Encoder-only Transformer family: ``layers`` pre-LN encoder layers, then a per-token
     vocabulary softmax. Inputs ``tokens``/``targets`` [batch, seq] int32 in [0, vocab)."""
-    return transformer_model(batch, seq, vocab, d_model, heads, d_ff, layers, 0, optimizer,
-                             learning_rate)
+    return transformer_model(batch, seq, vocab, d_model, heads, d_ff, layers, 0, optimizer=optimizer,
+                             learning_rate=learning_rate)
 
 
 @register("pase_transformer", presets={
@@ -147,7 +147,7 @@ def transformer(batch: int = 16, seq: int = 64, vocab: int = 8000, d_model: int 
     "tiny": dict(batch=4, seq=8, vocab=64, d_model=16, heads=2, d_ff=32, encoder_layers=2,
                  decoder_layers=2),
 })
-def pase_transformer(batch: int = 64, seq: int = 256, vocab: int = 50000, d_model: int = 512,
+def pase_transformer(*, batch: int = 64, seq: int = 256, vocab: int = 50000, d_model: int = 512,
                      heads: int = 8, d_ff: int = 2048, encoder_layers: int = 6,
                      decoder_layers: int = 6, optimizer: str = "adam",
                      learning_rate: float = 1e-3) -> ModelSpec:
@@ -155,7 +155,7 @@ def pase_transformer(batch: int = 64, seq: int = 256, vocab: int = 50000, d_mode
     8 heads, d_ff 2048, 6 encoder + 6 decoder layers (121M parameters, 0.45 GiB: two
     25.6M embeddings, a 25.6M vocabulary projection, 44M in the layers)."""
     return transformer_model(batch, seq, vocab, d_model, heads, d_ff, encoder_layers,
-                             decoder_layers, optimizer, learning_rate)
+                             decoder_layers, optimizer=optimizer, learning_rate=learning_rate)
 
 
 @register("paper_transformer", presets={
@@ -166,7 +166,7 @@ def pase_transformer(batch: int = 64, seq: int = 256, vocab: int = 50000, d_mode
     "tiny": dict(batch=4, seq=8, vocab=64, d_model=16, heads=2, d_ff=32, encoder_layers=2,
                  decoder_layers=2),
 })
-def paper_transformer(batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768, d_model: int = 2048,
+def paper_transformer(*, batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768, d_model: int = 2048,
                       heads: int = 16, d_ff: int = 8192, encoder_layers: int = 20,
                       decoder_layers: int = 20, optimizer: str = "adam",
                       learning_rate: float = 1e-3) -> ModelSpec:
@@ -181,7 +181,7 @@ def paper_transformer(batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768
     74 GB single-GPU memory estimate.
     """
     return transformer_model(batch, seq, vocab, d_model, heads, d_ff, encoder_layers,
-                             decoder_layers, optimizer, learning_rate)
+                             decoder_layers, optimizer=optimizer, learning_rate=learning_rate)
 
 
 @register("paper_transformer_s", presets={
@@ -190,7 +190,7 @@ def paper_transformer(batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768
     "tiny": dict(batch=4, seq=8, vocab=64, d_model=16, heads=2, d_ff=32, encoder_layers=1,
                  decoder_layers=1),
 })
-def paper_transformer_s(batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768,
+def paper_transformer_s(*, batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 32768,
                         d_model: int = 2048, heads: int = 16, d_ff: int = 8192,
                         encoder_layers: int = 9, decoder_layers: int = 9, optimizer: str = "adam",
                         learning_rate: float = 1e-3) -> ModelSpec:
@@ -201,4 +201,4 @@ def paper_transformer_s(batch: int = 256, seq: int = SEQ_PAPER, vocab: int = 327
     1.259G = 5.04e9 bytes = 4.69 GiB (-2.3% of 4.8).
     """
     return transformer_model(batch, seq, vocab, d_model, heads, d_ff, encoder_layers,
-                             decoder_layers, optimizer, learning_rate)
+                             decoder_layers, optimizer=optimizer, learning_rate=learning_rate)

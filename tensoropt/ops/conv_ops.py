@@ -138,7 +138,7 @@ def _check_format(kind, data_format):
 
 
 def conv2d(input, filters=None, strides=1, padding="VALID", data_format="NHWC",  # noqa: A002
-           dilations=None, name=None, filter=None, use_cudnn_on_gpu=True):  # noqa: A002
+           dilations=None, name=None, *, filter=None, use_cudnn_on_gpu=True):  # noqa: A002
     """2-D convolution, as ``tf.nn.conv2d`` (``filters=``) or TF 1.x (``filter=``)."""
     _check_format("conv2d", data_format)
     filters = filters if filters is not None else filter

@@ -94,7 +94,7 @@ class Comparison:
     mcmc_trace_s: tuple = ()
 
 
-def compare(graph, cluster, devices: int, memory_limit: float | None = None, budget_s: float = 10.0,
+def compare(graph, cluster, devices: int, *, memory_limit: float | None = None, budget_s: float = 10.0,
             search=None, cost_model: str = "analytical", methods=METHODS, seed: int = 0,
             model_name: str = "", progress: Callable | None = None,
             mcmc_cost: Callable | None = None, simulate: Callable | None = None) -> Comparison:

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -76,9 +77,23 @@ class AdditiveCost:
         return memory, seconds
 
 
-def _chain(cost: StrategyCost, start: np.ndarray, rng: np.random.Generator, *, movable: np.ndarray,
-           sizes: list[int], limit: float, beta: float, scale_s: float, proposals: int | None,
-           deadline: float | None, clock, best: dict, stats: dict) -> None:
+@dataclass(frozen=True)
+class _Walk:
+    """What every chain shares: the ops it may move, their configuration counts, the
+    memory limit, the acceptance temperature and its time scale, and the clock."""
+
+    movable: np.ndarray
+    sizes: list
+    limit: float
+    beta: float
+    scale_s: float
+    clock: Callable[[], float]
+
+
+def _chain(cost: StrategyCost, start: np.ndarray, rng: np.random.Generator, walk: _Walk,
+           proposals: int | None, deadline: float | None, best: dict, stats: dict) -> None:
+    movable, sizes, limit, beta, scale_s, clock = (walk.movable, walk.sizes, walk.limit, walk.beta,
+                                                    walk.scale_s, walk.clock)
     current = start.copy()
     memory, seconds = cost.total(current)
 
@@ -144,9 +159,8 @@ def mcmc_search(tables: MinTimeTables, memory_limit_bytes: float | None = None, 
     for chain, first in enumerate((data_parallel, random_start)):
         deadline = None if budget_s is None else budget_s * (chain + 1) / 2
         if len(movable):
-            _chain(cost, first, rng, movable=movable, sizes=sizes, limit=limit, beta=beta,
-                   scale_s=scale_s, proposals=half, deadline=deadline, clock=clock, best=best,
-                   stats=stats)
+            _chain(cost, first, rng, _Walk(movable, sizes, limit, beta, scale_s, clock), half, deadline,
+                   best, stats)
     stats["best_time_s"] = None if best["choice"] is None else float(best["time_s"])
     if best["choice"] is None:   # nothing visited fits: report data parallel, which does not
         best["choice"] = data_parallel
