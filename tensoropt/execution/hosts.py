@@ -10,13 +10,14 @@ Usage::
 
     hostnames = job_hostnames(comm.allgather(socket.gethostname()), os.environ)
     machines, per_machine = machine_shape(hostnames)
+    machine_groups(hostnames)      # ((0, 1), (2, 3)) for a, a, b, b: each machine's ranks
 """
 
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-__all__ = ["HOSTS_ENV", "job_hostnames", "machine_shape"]
+__all__ = ["HOSTS_ENV", "job_hostnames", "machine_shape", "machine_groups"]
 
 HOSTS_ENV = "TENSOROPT_HOSTS"
 
@@ -57,3 +58,17 @@ def machine_shape(hostnames: Sequence[str]) -> tuple[int, int]:
         raise ValueError(f"hosts run different numbers of ranks ({counts}); TensorOpt plans for "
                          "machines x devices per machine: give every host the same number of slots")
     return len(order), len(hostnames) // len(order)
+
+
+def machine_groups(hostnames: Sequence[str]) -> tuple[tuple[int, ...], ...]:
+    """Each machine's ranks, machine by machine (``machine_shape``'s placement).
+
+    They are the groups of the mesh's last axes of ``devices_per_machine`` ranks, so each
+    has its horovod process set (``execution.process_sets``): a plan's collectives inside
+    one machine run on one machine's ranks.
+
+    Raises:
+        ValueError: as ``machine_shape``.
+    """
+    machines, per_machine = machine_shape(hostnames)
+    return tuple(tuple(range(m * per_machine, (m + 1) * per_machine)) for m in range(machines))

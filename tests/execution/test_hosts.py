@@ -2,7 +2,8 @@
 
 import pytest
 
-from tensoropt.execution.hosts import job_hostnames, machine_shape
+from tensoropt.cluster.mesh import process_set_groups
+from tensoropt.execution.hosts import job_hostnames, machine_groups, machine_shape
 
 
 def test_the_override_names_one_host_per_rank():
@@ -25,3 +26,14 @@ def test_placements_that_are_not_machines_by_devices_are_refused():
         machine_shape(["a", "b", "a", "b"])
     with pytest.raises(ValueError, match="same number of slots"):
         machine_shape(["a", "a", "a", "b"])
+
+
+@pytest.mark.parametrize("machines, per_machine", [(2, 2), (2, 4), (4, 2), (2, 8), (3, 2)])
+def test_each_machines_ranks_have_a_process_set(machines, per_machine):
+    hosts = [f"h{m}" for m in range(machines) for _ in range(per_machine)]
+    groups = machine_groups(hosts)
+    assert groups == tuple(tuple(range(m * per_machine, (m + 1) * per_machine)) for m in range(machines))
+    registered = set(process_set_groups(machines * per_machine))
+    assert set(groups) <= registered
+    # and the ranks with one local index, one per machine
+    assert {tuple(range(i, machines * per_machine, per_machine)) for i in range(per_machine)} <= registered
