@@ -35,7 +35,7 @@ sums = {name: float(hvd.allreduce(tf.constant([float(world.rank)]), op=hvd.Sum, 
                                   name=f"hosts_{name}").numpy()[0])
         for name, g in (("machine", mine), ("across", across))}
 checks = {"rank": world.rank, "machine_ranks": list(mine), "across_ranks": list(across),
-          "sums": sums, "registered": sorted(list(g) for g in sets)}
+          "sums": sums, "registered": sorted(list(g) for g in sets), "hvd_local_size": hvd.local_size()}
 gathered = runtime._runtime.comm.gather(checks, root=0)
 spec = models.build("transformer", size="tiny")
 graph = to.get_default_graph()
