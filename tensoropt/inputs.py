@@ -8,13 +8,15 @@ load only its part of the data::
     rows, cols = to.input_slice(images)[:2]          # e.g. (slice(32, 64), slice(0, 224))
     to.run(train_op, {images: load(batch, rows, cols), labels: load_labels(batch, rows)})
 
-It is the same rule ``to.run`` applies to a whole value: the placeholder's layout in the
-plan, ``Layout.shard_slices(rank, shape)``.
+It is the rule ``to.run`` applies to a whole value, written once in
+``tensoropt.execution.input_slices``: the placeholder's layout in the plan,
+``Layout.shard_slices(rank, shape)``.
 """
 
 from __future__ import annotations
 
 from tensoropt import session
+from tensoropt.execution.input_slices import input_slice as slice_of
 from tensoropt.graph import Tensor
 
 __all__ = ["input_slice"]
@@ -35,7 +37,4 @@ def input_slice(placeholder: Tensor) -> tuple[slice, ...]:
             placeholder not in state.lowered.tensors:
         raise ValueError(f"input_slice: {placeholder!r} is not a placeholder of the built graph; pass the "
                          "tensor that to.placeholder returned")
-    shape = tuple(placeholder.shape)
-    if state.sharding is None:
-        return tuple(slice(0, n) for n in shape)
-    return tuple(state.sharding.layout_of(placeholder).shard_slices(state.rank, shape))
+    return slice_of(state.sharding, placeholder, state.rank)

@@ -24,6 +24,7 @@ import numpy as np
 from tensoropt._tf import import_tensorflow
 from tensoropt.execution import PlanSharding, guards
 from tensoropt.execution.guards import check_agreement, check_cache_capacity
+from tensoropt.execution.input_slices import local_feed
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule
 from tensoropt.execution.step_profile import profile_from_trace, resident_bytes, trace_options
@@ -182,18 +183,9 @@ def _abort_if_stalled(error: BaseException, watch) -> None:
 
 
 def _local_feed(key: Tensor, value: np.ndarray, sharding) -> np.ndarray:
-    """This rank's part of a fed value: the full batch is sliced to the rank's shard; a
-    value already of the shard's shape is taken as that shard."""
-    if tuple(value.shape) == tuple(key.shape):
-        if sharding is None:
-            return value
-        return value[sharding.layout_of(key).shard_slices(world().rank, key.shape)]
-    if sharding is not None and tuple(value.shape) == sharding.layout_of(key).local_shape(key.shape):
-        return value
-    want = f"{tuple(key.shape)}" + (f" (or this rank's slice, "
-                                    f"{sharding.layout_of(key).local_shape(key.shape)})" if sharding else "")
-    raise ValueError(f"run: fed {key.op.name} a value of shape {tuple(value.shape)}; the placeholder "
-                     f"has shape {want}")
+    """This rank's part of a fed value (``execution.input_slices``: the whole value sliced,
+    or this rank's slice taken as is; ``to.input_slice`` follows the same rule)."""
+    return local_feed(key, value, sharding, world().rank)
 
 
 def _assemble(fetches, values, sharding):

@@ -63,6 +63,13 @@ def test_a_plan_for_two_machines_runs_unchanged_on_four_ranks_of_two_hosts(tmp_p
     assert (result["machines"], result["devices_per_machine"]) == (2, 2)
     assert result["local_cluster"] == [2, 2]
     assert result["loss_rel"] <= 1e-4, result
+    # each machine's ranks have their process set; collectives inside one stay on it
+    assert result["machine_groups"] == [[0, 1], [2, 3]]
+    for r in result["ranks"]:
+        machine = [0, 1] if r["rank"] < 2 else [2, 3]
+        assert r["machine_ranks"] == machine and r["across_ranks"] == [r["rank"] % 2, r["rank"] % 2 + 2]
+        assert r["sums"] == {"machine": float(sum(machine)), "across": float(2 * (r["rank"] % 2) + 2)}, r
+        assert machine in r["registered"] and r["across_ranks"] in r["registered"]
 
 
 def test_ranks_of_one_host_not_numbered_together_are_refused_with_the_fix(tmp_path):
