@@ -50,6 +50,7 @@ from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
+from tensoropt.validation import check_plan_argument, check_search_arguments
 
 __all__ = ["World", "ExecutionState", "execution_state", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
            "run", "set_random_seed", "OPTIONS", "mpirun_command"]
@@ -183,7 +184,9 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         searches and every rank receives the same result.
 
     Raises:
-        ValueError: for an unknown option or an empty graph (on every rank).
+        ValueError: for an unknown option, a bad argument (naming it and its value:
+            a memory limit that is not a number of bytes > 0, a parallelism that is not an
+            int >= 1) or an empty graph (on every rank).
         tensoropt.search.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
             gives the least memory any plan needs on the device counts searched.
     """
@@ -213,9 +216,8 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     Raises:
         as ``find_strategy``.
     """
-    if option not in OPTIONS:
-        raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
-
+    memory_limit, parallelism, parallelisms = check_search_arguments(
+        "find_strategy", OPTIONS, option, memory_limit, parallelism, parallelisms, check_peak)
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
         simulate = simulate_mode(simulate)
@@ -289,7 +291,8 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     plans would otherwise hang in their first step.
 
     Raises:
-        ValueError: for an engine other than "tensorflow", a plan made for another graph
+        ValueError: for an engine other than "tensorflow", a plan that is not a Plan (a
+            path: read it with ``Plan.load``), a plan made for another graph
             (naming the op or edge that differs), or a plan whose parallelism differs from
             the number of MPI ranks (the message gives the mpirun command to use).
         tensoropt.execution.guards.PlanMismatchError: (a RuntimeError) on every rank, when
@@ -298,6 +301,7 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     """
     if engine != "tensorflow":
         raise ValueError(f"build_execution_graph: engine {engine!r} is not supported; use engine='tensorflow'")
+    plan = check_plan_argument("build_execution_graph", plan, Plan)
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
+from tensoropt.validation import check_learning_rate
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer"]
 
@@ -26,6 +27,11 @@ class Optimizer:
 
     tf_name = ""
     slots_per_variable = 0
+
+    def __post_init__(self) -> None:
+        # checked here, not at the first step deep in TensorFlow (a YAML '1e-3' is text)
+        object.__setattr__(self, "learning_rate",
+                           check_learning_rate(type(self).__name__, self.learning_rate))
 
     def hyperparameters(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "name"}
