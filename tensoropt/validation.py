@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import math
 import numbers
 import os
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["check_int", "check_positive", "check_choice", "check_learning_rate", "parse_int_list",
-           "check_search_arguments", "check_plan_argument",
+           "check_search_arguments", "check_plan_argument", "CommandParser", "UsageError",
+           "positive_int", "positive_float", "int_list",
            "check_writable", "check_writable_dir", "atomic_write_text", "atomic_write"]
 
 
@@ -75,7 +77,7 @@ def check_choice(where: str, name: str, value: Any, choices) -> Any:
         ValueError: naming ``name``, the value and the choices.
     """
     if value not in choices:
-        raise ValueError(f"{where}: {name}={value!r} is not one of {', '.join(map(str, choices))}")
+        raise ValueError(f"{where}: unknown {name} {value!r}; choose one of {', '.join(map(str, choices))}")
     return value
 
 
@@ -116,24 +118,30 @@ def parse_int_list(name: str, text: str, minimum: int = 1) -> list[int]:
     return out
 
 
-def check_writable(name: str, path: str | os.PathLike) -> Path:
+def check_writable(name: str, path: str | os.PathLike, create_parents: bool = False) -> Path:
     """Checks, before any work, that a file can be written at ``path``: it is not a
-    directory, its directory exists and is writable, and an existing file is writable.
+    directory, its directory exists (or, with ``create_parents``, can be made) and is
+    writable, and an existing file is writable.
 
     Raises:
         ValueError: naming ``name`` and the path, saying what to change.
     """
     p = Path(os.path.expanduser(os.fspath(path)))
+    shown = f"cannot write {name} to {os.fspath(path)!r}"
     if p.is_dir():
-        raise ValueError(f"{name} {os.fspath(path)!r} is a directory; give a file path inside it, "
-                         f"e.g. {os.path.join(os.fspath(path), 'out.json')}")
+        raise ValueError(f"{shown}: it is a directory; give a file path inside it, "
+                         f"e.g. {os.path.join(os.fspath(path), 'FILE')}")
     parent = p.parent if str(p.parent) else Path(".")
+    if create_parents:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ValueError(f"{shown}: {str(parent)!r} is a file, not a directory; give another path")
     if not parent.is_dir():
-        raise ValueError(f"{name} {os.fspath(path)!r}: the directory {str(parent)!r} does not exist; "
-                         f"create it first (mkdir -p {parent}) or give another path")
+        raise ValueError(f"{shown}: the directory {str(parent)!r} does not exist; create it first "
+                         f"(mkdir -p {parent}) or give a path in an existing, writable directory")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"{name} {os.fspath(path)!r} is not writable; give a path in a directory "
-                         "you can write")
+        raise ValueError(f"{shown}: permission denied; give a path in an existing, writable directory")
     return p
 
 
@@ -229,3 +237,47 @@ def check_plan_argument(where: str, plan: Any, plan_type: type) -> Any:
                          f"plan=tensoropt.Plan.load({os.fspath(plan)!r})")
     raise ValueError(f"{where}: plan is a {type(plan).__name__}, not a Plan; give find_strategy(...)'s "
                      "result or tensoropt.Plan.load(path)")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors raise ``UsageError`` (one line, naming the
+    option, with ``--help`` as the fix) instead of printing the usage and exiting; the
+    ``tensoropt`` command prints it as ``tensoropt <command>: <what> (<how to fix>)``."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+class UsageError(ValueError):
+    """A bad command line; its message is the whole line to print (exit status 2)."""
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type``: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int; give an int >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 1; give an int >= 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse ``type``: a finite number > 0 (``1e9``, ``16e9``; no units)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give a number > 0 "
+                                         "(bytes as a plain number, e.g. 16e9)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be finite and > 0")
+    return value
+
+
+def int_list(text: str) -> list[int]:
+    """argparse ``type``: comma-separated ints >= 1 (``1,2,4``)."""
+    try:
+        return parse_int_list("", text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).lstrip()) from None

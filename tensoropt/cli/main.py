@@ -16,6 +16,11 @@ Usage::
     tensoropt simulate --model M --cluster C --devices N --plan plan.json --trace out.json
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
     tensoropt export-checkpoint ckpt/model-300 exported/model       # to a plain TF checkpoint
+
+A mistake (an unknown model, a bad number, an output path that cannot be written: every
+output path is checked before the search) ends the command with one line on stderr,
+``tensoropt <command>: <what> (<how to fix>)``, and exit status 2; ``--debug``
+(anywhere on the line) shows the Python traceback instead.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import argparse
 import json
 import sys
 import time
+import traceback
 
 import tensoropt as to
 from tensoropt import models
@@ -38,8 +44,10 @@ from tensoropt.simulator.commands import add_commands, add_simulate_arguments, f
 from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.simulator.strategy_cost import SimulatedCost
 from tensoropt.stats import graph_stats
+from tensoropt.validation import (CommandParser, UsageError, check_writable, check_writable_dir, int_list,
+                                  positive_float, positive_int)
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "check_outputs", "one_line", "SIZES"]
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
@@ -106,7 +114,7 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
 def _cmd_profile(args: argparse.Namespace) -> int:
     graph = _record(args.model, args.size)
     cluster = get_cluster(args.cluster)
-    counts = [int(n) for n in args.devices.split(",")]
+    counts = args.devices
     search = _search_options(args)
     rows = []
     for n in counts:
@@ -121,10 +129,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_checkpoint(args: argparse.Namespace) -> int:
-    try:
-        names = export_tensorflow(args.checkpoint, args.prefix)
-    except ValueError as e:   # CheckpointError included: it names the file and the tensor
-        raise SystemExit(f"tensoropt export-checkpoint: {e}") from None
+    names = export_tensorflow(args.checkpoint, args.prefix)   # a CheckpointError names the file
     print(f"{len(names)} tensors written to the TensorFlow checkpoint {args.prefix} "
           f"(tf.train.load_checkpoint({args.prefix!r}))")
     return 0
@@ -148,11 +153,7 @@ MCMC_COSTS = {"simulated": lambda tables, cluster: SimulatedCost(tables, cluster
 
 
 def _search_options(args: argparse.Namespace) -> SearchOptions:
-    try:
-        return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
-                             threads=args.threads)
-    except ValueError as e:
-        raise SystemExit(f"tensoropt {args.command}: {e}") from None
+    return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads)
 
 
 EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
@@ -165,35 +166,37 @@ MAX_CANDIDATES_HELP = ("bound each Frontier-Tracking product to about this many 
 
 
 def _model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
-    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL",
+                   help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=positive_int, default=None, help="scale the cluster to N devices")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
 
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
     """The cost model and the Frontier-Tracking settings every searching command takes."""
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--threads", type=positive_int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=int, default=None, help=MAX_CANDIDATES_HELP)
+    p.add_argument("--max-candidates", type=positive_int, default=None, help=MAX_CANDIDATES_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
 
-    parser = argparse.ArgumentParser(prog="tensoropt", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="tensoropt", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("models", help="op count, parameter bytes and saved-activation bytes of each zoo model")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--size", default="paper", help="which preset of each model (paper, small, tiny)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="which preset of each model (paper, small, tiny)")
     p.set_defaults(func=_cmd_models)
 
     p = sub.add_parser("frontier", help="the memory/time frontier of a zoo model on a cluster")
-    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
-    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL",
+                   help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=positive_int, default=None, help="scale the cluster to N devices")
     _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
@@ -201,22 +204,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_frontier)
 
     p = sub.add_parser("profile", help="best time per device count, as the paper's Figure 8")
-    p.add_argument("--model", required=True)
-    p.add_argument("--size", default="paper")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL")
+    p.add_argument("--size", default="paper", choices=SIZES)
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", default="1,2,4,8,16", help="comma-separated device counts")
-    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--devices", type=int_list, default=[1, 2, 4, 8, 16], help="comma-separated device counts")
+    p.add_argument("--memory-limit", type=positive_float, default=None, help="bytes per device (default memory/1.1)")
     _search_arguments(p)
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("compare", help="FT beside data parallel, Mesh-TF, OptCNN, ToFu, PaSE and MCMC "
                                        "on one cost model")
-    p.add_argument("--model", required=True)
-    p.add_argument("--size", default="paper")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL")
+    p.add_argument("--size", default="paper", choices=SIZES)
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", type=int, required=True, help="device count (the cluster is scaled to it)")
-    p.add_argument("--memory-limit", type=float, default=None, help="bytes per device (default memory/1.1)")
-    p.add_argument("--budget-s", type=float, default=10.0, help="MCMC's search seconds (default 10)")
+    p.add_argument("--devices", type=positive_int, required=True, help="device count (the cluster is scaled to it)")
+    p.add_argument("--memory-limit", type=positive_float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--budget-s", type=positive_float, default=10.0, help="MCMC's search seconds (default 10)")
     p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
     p.add_argument("--mcmc-cost", choices=sorted(MCMC_COSTS), default="simulated",
                    help="MCMC's cost: the simulator's step time by delta simulation, as FlexFlow "
@@ -240,15 +243,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["calibrate"]:  # its own parser, --help included
-        # Lazy: the calibration job starts MPI and loads TensorFlow and horovod.
-        from tensoropt.execution import calibration_job  # noqa: PLC0415
+SIZES = sorted({size for name in models.names() for size in models.get_entry(name).presets})
 
-        return calibration_job.main(argv[1:])
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+#: output options, checked before any work: (attribute, option, a file (else a directory))
+OUTPUTS = (("plot", "--plot", True), ("out", "--out", True), ("trace", "--trace", True),
+           ("trace_dir", "--trace-dir", False))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path of the command can be written; raises ValueError naming it."""
+    for attr, option, is_file in OUTPUTS:
+        path = getattr(args, attr, None)
+        if path is not None:
+            (check_writable if is_file else check_writable_dir)(option, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit status (2 for a bad input, after one line on stderr)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    try:
+        if command == "calibrate" and argv[:1] == ["calibrate"]:  # its own parser, --help included
+            # Lazy: the calibration job starts MPI and loads TensorFlow and horovod.
+            from tensoropt.execution import calibration_job  # noqa: PLC0415
+
+            return calibration_job.main(argv[1:])
+        args = build_parser().parse_args(argv)
+        check_outputs(args)
+        return args.func(args)
+    except (ValueError, OSError, SystemExit) as e:
+        if debug or (isinstance(e, SystemExit) and not isinstance(e.code, str)):
+            raise   # --help's exit 0, or an exit status already chosen
+        print(one_line(command, e), file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - one line; the traceback with --debug
+        if debug:
+            raise
+        print(one_line(command, e, internal=True), file=sys.stderr)
+        return 1
+
+
+def one_line(command: str | None, error: BaseException, internal: bool = False) -> str:
+    """``tensoropt <command>: <what> (<how to fix>)`` for ``error``, on one line."""
+    text = str(error.code if isinstance(error, SystemExit) else error)
+    if isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.filename}: {error.strerror or text} (check the path)"
+    text = " ".join(text.split())
+    if internal:
+        text = (f"internal error {type(error).__name__}: {text} (run again with --debug for the "
+                "traceback, and report it)")
+    prefix = "tensoropt" + (f" {command}" if command else "")
+    return text if isinstance(error, UsageError) or text.startswith(prefix + ":") else f"{prefix}: {text}"
 
 
 if __name__ == "__main__":  # pragma: no cover
