@@ -105,7 +105,7 @@ def chrome_trace(source: Union[Timeline, SimResult], path: Union[str, os.PathLik
     Raises:
         ValueError: ``path`` cannot be written (checked before any work).
     """
-    check_writable("trace", path)
+    check_writable("the trace", path)
     t = source.timeline if isinstance(source, SimResult) else source
     atomic_write(path, lambda f: json.dump({"traceEvents": trace_events(t), "displayTimeUnit": "ms"}, f,
                                            default=str))
