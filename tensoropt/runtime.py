@@ -50,7 +50,7 @@ from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.plan import Plan
-from tensoropt.validation import check_plan_argument, check_search_arguments
+from tensoropt.validation import check_int, check_mapping, check_plan_argument, check_search_arguments
 
 __all__ = ["World", "ExecutionState", "execution_state", "init", "world", "find_strategy", "search_strategy", "build_execution_graph",
            "run", "set_random_seed", "OPTIONS", "mpirun_command"]
@@ -130,7 +130,7 @@ def world() -> World:
 
 def set_random_seed(seed: int) -> None:
     """The graph-level seed, as ``tf.compat.v1.set_random_seed``."""
-    get_default_graph().seed = int(seed)
+    get_default_graph().seed = check_int("set_random_seed", "seed", seed, minimum=0)
 
 
 def mpirun_command(n: int) -> str:
@@ -184,9 +184,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         searches and every rank receives the same result.
 
     Raises:
-        ValueError: for an unknown option, a bad argument (naming it and its value:
-            a memory limit that is not a number of bytes > 0, a parallelism that is not an
-            int >= 1) or an empty graph (on every rank).
+        ValueError: for a bad argument (naming it and its value) or an empty graph.
         tensoropt.search.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
             gives the least memory any plan needs on the device counts searched.
     """
@@ -291,8 +289,7 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     plans would otherwise hang in their first step.
 
     Raises:
-        ValueError: for an engine other than "tensorflow", a plan that is not a Plan (a
-            path: read it with ``Plan.load``), a plan made for another graph
+        ValueError: for an engine other than "tensorflow", a path (use ``Plan.load``), a plan made for another graph
             (naming the op or edge that differs), or a plan whose parallelism differs from
             the number of MPI ranks (the message gives the mpirun command to use).
         tensoropt.execution.guards.PlanMismatchError: (a RuntimeError) on every rank, when
@@ -327,7 +324,6 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     sharding = None
     if size > 1:
         import horovod.tensorflow as hvd  # noqa: PLC0415
-
 
         sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets, schedule)
     lowered = lower_graph(graph, tf, sharding)
@@ -366,7 +362,7 @@ def run(fetches, feed_dict: dict | None = None, profile: bool = False):
     lowered, sharding = _runtime.lowered, _runtime.sharding
     tf_fetches = _map_fetches(fetches, lowered)
     tf_feed = {}
-    for key, value in (feed_dict or {}).items():
+    for key, value in check_mapping("run", "feed_dict", feed_dict, "{placeholder: value}").items():
         if not isinstance(key, Tensor) or key not in lowered.tensors:
             raise ValueError(f"run: feed key {key!r} is not a tensor of the recorded graph")
         tf_feed[lowered.tensors[key]] = _local_feed(key, np.asarray(value), sharding)

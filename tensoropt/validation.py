@@ -22,9 +22,9 @@ import numbers
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-__all__ = ["check_int", "check_positive", "check_choice", "check_learning_rate", "parse_int_list",
+__all__ = ["check_int", "check_positive", "check_choice", "check_mapping", "check_learning_rate", "parse_int_list",
            "check_search_arguments", "check_plan_argument", "CommandParser", "UsageError",
            "positive_int", "positive_float", "int_list",
            "check_writable", "check_writable_dir", "atomic_write_text", "atomic_write"]
@@ -68,6 +68,19 @@ def check_positive(where: str, name: str, value: Any, unit: str = "", example: s
     if not math.isfinite(float(value)) or value <= 0:
         raise ValueError(f"{where}: {name}={value!r} must be finite and > 0; {how}")
     return float(value)
+
+
+def check_mapping(where: str, name: str, value: Any, example: str) -> Mapping:
+    """``value`` if it is a mapping, ``{}`` for None.
+
+    Raises:
+        ValueError: naming ``name`` and the type given, with ``example`` of the form.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: {name} is a {type(value).__name__}, not a dict; give {name}={example}")
+    return value
 
 
 def check_choice(where: str, name: str, value: Any, choices) -> Any:

@@ -151,6 +151,7 @@ def _find(**kwargs) -> Callable[[Path], Any]:
 
 
 def _build_with_file(name: str, graph: str = "mlp") -> Callable[[Path], Any]:
+    """Loads the plan file ``name``, records ``graph`` (tiny) and builds it."""
     def run(d: Path) -> Any:
         plan = Plan.load(str(d / name))
         to.reset_default_graph()
@@ -167,8 +168,16 @@ def _run_before_build(d: Path) -> Any:
     from tensoropt import runtime  # noqa: PLC0415
 
     _mlp()
-    assert runtime.execution_state() is None, "this case needs a process with nothing built"
-    return to.run(to.get_default_graph().operations[-1].outputs[0])
+    built, runtime._runtime.session = runtime._runtime.session, None   # as in a fresh process
+    try:
+        return to.run(to.get_default_graph().operations[-1].outputs[0])
+    finally:
+        runtime._runtime.session = built
+
+
+def _run_with_feed_list(d: Path) -> Any:
+    _build_with_file("plan1.json")(d)
+    return to.run(to.get_default_graph().operations[-1].outputs[0], feed_dict=[1, 2])
 
 
 def _non_scalar_loss(d: Path) -> Any:
@@ -247,6 +256,11 @@ API_CASES = [
          _build_with_file("plan_ghost_edge.json"), ValueError, ("edge", "no input 7")),
     Case("run-before-build", "to.run before build_execution_graph", _run_before_build, RuntimeError,
          ("build_execution_graph",)),
+    Case("run-feed-list", "to.run(..., feed_dict=[...]) (a list, not a dict)", _run_with_feed_list, ValueError,
+         ("feed_dict", "list")),
+    Case("seed-float", "set_random_seed(4.7) (was truncated to 4)", lambda d: to.set_random_seed(4.7), ValueError,
+         ("seed=4.7",)),
+    Case("seed-text", "set_random_seed('42')", lambda d: to.set_random_seed("42"), ValueError, ("seed='42'",)),
 ]
 
 # -- files -------------------------------------------------------------------------------------
