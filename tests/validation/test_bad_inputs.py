@@ -275,7 +275,7 @@ def _profile() -> CalibrationProfile:
 
 
 FILE_CASES = [
-    Case("plan-mesh-mismatch", "a hand-edited plan: an op's mesh [2] in a 4-device plan (it loaded and ran)",
+    Case("plan-mesh-mismatch", "a hand-edited plan: an op's mesh [2] in a 4-device plan",
          _load("plan_mesh.json"), ValueError, ("plan_mesh.json", "fc0/kernel", "mesh [2]", "parallelism is 4")),
     Case("plan-mesh-reshaped", "a hand-edited plan: an op's mesh [2, 2] where its edges say [4]",
          _load("plan_mesh22.json"), ValueError, ("plan_mesh22.json", "'x'", "[2, 2]")),
