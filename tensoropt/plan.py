@@ -415,18 +415,13 @@ class Plan:
 
     @classmethod
     def load(cls, path: str) -> "Plan":
-        """Reads a plan written by ``save``.
-
-        Raises:
-            ValueError: naming the file, for a file that cannot be read or is not a valid plan.
-        """
+        """Reads a plan written by ``save``; ValueError naming the file if unreadable or invalid."""
         try:
             with open(path) as f:
                 text = f.read()
         except (OSError, UnicodeDecodeError) as e:
-            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            raise ValueError(f"plan file {str(path)!r} cannot be read ({why}); give the path that "
-                             "plan.save() or tensoropt plan --out wrote") from None
+            raise ValueError(f"plan file {str(path)!r} cannot be read ({getattr(e, 'strerror', None) or e}); "
+                             "give the path that plan.save() or tensoropt plan --out wrote") from None
         return cls.from_json(text, source=str(path))
 
     def __str__(self) -> str:

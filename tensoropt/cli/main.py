@@ -29,7 +29,6 @@ import argparse
 import json
 import sys
 import time
-import traceback
 
 import tensoropt as to
 from tensoropt import models

@@ -3,8 +3,6 @@
 import json
 import re
 
-import pytest
-
 from tensoropt import cli
 
 
