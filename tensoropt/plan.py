@@ -31,6 +31,7 @@ from typing import Any, Iterator, Mapping
 from reschedule import Layout, Step
 
 from tensoropt.units import format_bytes   # pure: imports nothing
+from tensoropt.validation import atomic_write_text   # pure: imports nothing of tensoropt
 
 __all__ = ["OpConfig", "EdgePlan", "Plan", "FrozenMap", "PLAN_FORMAT_VERSION", "REUSE_CHOICES"]
 
@@ -409,13 +410,19 @@ class Plan:
         return cls.from_dict(data, source)
 
     def save(self, path: str) -> None:
-        with open(path, "w") as f:
-            f.write(self.to_json())
+        """Writes the plan as JSON, atomically: a failed save leaves ``path`` as it was."""
+        atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str) -> "Plan":
-        with open(path) as f:
-            return cls.from_json(f.read(), source=path)
+        """Reads a plan written by ``save``; ValueError naming the file if unreadable or invalid."""
+        try:
+            with open(path) as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"plan file {str(path)!r} cannot be read ({getattr(e, 'strerror', None) or e}); "
+                             "give the path that plan.save() or tensoropt plan --out wrote") from None
+        return cls.from_json(text, source=str(path))
 
     def __str__(self) -> str:
         def fmt(v, unit):

@@ -39,7 +39,7 @@ from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, get_default_graph
 from tensoropt.execution.lowering import Lowered
 from tensoropt.plan import Plan
-from tensoropt.validation import check_choice, check_int, check_number
+from tensoropt.validation import check_int, check_search_arguments
 
 __all__ = ["World", "init", "world", "find_strategy", "search_strategy", "set_random_seed", "OPTIONS",
            "mpirun_command", "local_cluster"]
@@ -120,7 +120,7 @@ def world() -> World:
 
 def set_random_seed(seed: int) -> None:
     """The graph-level seed, as ``tf.compat.v1.set_random_seed``."""
-    get_default_graph().seed = int(seed)
+    get_default_graph().seed = check_int("set_random_seed", "seed", seed, minimum=0)
 
 
 def mpirun_command(n: int) -> str:
@@ -174,7 +174,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         searches and every rank receives the same result.
 
     Raises:
-        ValueError: for an unknown option or an empty graph (on every rank).
+        ValueError: for a bad argument (naming it and its value) or an empty graph.
         tensoropt.search.strategy.NoPlanFitsError: when no plan fits (on every rank); the message
             gives the least memory any plan needs on the device counts searched.
     """
@@ -204,20 +204,11 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     Raises:
         as ``find_strategy``.
     """
-    if option not in OPTIONS:
-        raise ValueError(f"find_strategy: unknown option {option!r}; choose one of {', '.join(OPTIONS)}")
-    check_number("find_strategy", "memory_limit", memory_limit, minimum=0, inclusive=False, none_ok=True,
-                 unit="bytes per device, e.g. 16e9")
-    check_int("find_strategy", "parallelism", parallelism, none_ok=True)
-    if parallelisms is not None:
-        if isinstance(parallelisms, (str, bytes)) or not hasattr(parallelisms, "__iter__") or not list(parallelisms):
-            raise ValueError(f"find_strategy: parallelisms must be a non-empty list of device counts, "
-                             f"got {parallelisms!r}")
-        parallelisms = [check_int("find_strategy", "parallelisms[]", n) for n in parallelisms]
-    check_choice("find_strategy", "cost_model", cost_model, ("analytical", "profiled"))
+    memory_limit, parallelism, parallelisms = check_search_arguments(
+        "find_strategy", OPTIONS, option, memory_limit, parallelism, parallelisms, check_peak)
     if graph is not None and not isinstance(graph, Graph):
-        raise ValueError(f"find_strategy: graph must be a tensoropt Graph, got {type(graph).__name__}")
-
+        raise ValueError(f"find_strategy: graph is a {type(graph).__name__}; give a tensoropt Graph "
+                         "(to.get_default_graph()) or leave it out")
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
         simulate = simulate_mode(simulate)

@@ -32,6 +32,7 @@ from tensoropt.execution.step_report import StepReporter, report_step_from_env
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.plan import Plan
 from tensoropt.runtime import _runtime, find_strategy, mpirun_command, world
+from tensoropt.validation import check_mapping, check_plan_argument
 
 __all__ = ["build_execution_graph", "run", "ExecutionState", "execution_state"]
 
@@ -54,13 +55,10 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     """
     if engine != "tensorflow":
         raise ValueError(f"build_execution_graph: engine {engine!r} is not supported; use engine='tensorflow'")
-    if plan is not None and not isinstance(plan, Plan):
-        hint = (f"; to use a saved plan, pass plan=tensoropt.Plan.load({plan!r})" if isinstance(plan, (str, os.PathLike))
-                else "")
-        raise ValueError(f"build_execution_graph: plan must be a tensoropt.Plan, got {type(plan).__name__} "
-                         f"{plan!r}{hint}")
+    plan = check_plan_argument("build_execution_graph", plan, Plan)
     if graph is not None and not isinstance(graph, Graph):
-        raise ValueError(f"build_execution_graph: graph must be a tensoropt Graph, got {type(graph).__name__}")
+        raise ValueError(f"build_execution_graph: graph is a {type(graph).__name__}; give a tensoropt Graph "
+                         "or leave it out")
     graph = graph or get_default_graph()
     plan = plan or find_strategy(graph=graph)
     size = world().size
@@ -125,7 +123,7 @@ def run(fetches, feed_dict: dict | None = None, profile: bool = False):
     lowered, sharding = _runtime.lowered, _runtime.sharding
     tf_fetches = _map_fetches(fetches, lowered)
     tf_feed = {}
-    for key, value in (feed_dict or {}).items():
+    for key, value in check_mapping("run", "feed_dict", feed_dict, "{placeholder: value}").items():
         if not isinstance(key, Tensor) or key not in lowered.tensors:
             raise ValueError(f"run: feed key {key!r} is not a tensor of the recorded graph")
         tf_feed[lowered.tensors[key]] = _local_feed(key, np.asarray(value), sharding)

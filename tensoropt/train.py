@@ -11,10 +11,11 @@ model charges per parameter on top of the parameter and its gradient.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
-from tensoropt.validation import check_number
+from tensoropt.validation import check_learning_rate
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer"]
 
@@ -29,12 +30,16 @@ class Optimizer:
     slots_per_variable = 0
 
     def __post_init__(self) -> None:
+        # checked here, not at the first step deep in TensorFlow (a YAML '1e-3' is text)
+        object.__setattr__(self, "learning_rate",
+                           check_learning_rate(type(self).__name__, self.learning_rate))
         for name, value in self.hyperparameters().items():
-            if name == "use_nesterov":
-                if not isinstance(value, bool):
-                    raise ValueError(f"{type(self).__name__}: use_nesterov must be True or False, got {value!r}")
-                continue
-            check_number(type(self).__name__, name, value, minimum=0.0)
+            if name == "use_nesterov" and not isinstance(value, bool):
+                raise ValueError(f"{type(self).__name__}: use_nesterov={value!r}; give True or False")
+            if name not in ("learning_rate", "use_nesterov") and (
+                    isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or value < 0):
+                raise ValueError(f"{type(self).__name__}: {name}={value!r}; give a finite number >= 0")
 
     def hyperparameters(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "name"}

@@ -17,9 +17,10 @@ Usage::
     mpirun -np 4 tensoropt calibrate --out profiles/local.json      # measure this cluster
     tensoropt export-checkpoint ckpt/model-300 exported/model       # to a plain TF checkpoint
 
-A bad argument or file ends the command with one line, ``tensoropt <command>: <what>
-(<how to fix>)``, and exit status 2; ``--debug`` shows the traceback instead. Files a
-command writes (``--out``, ``--plot``, ``--trace``) are checked before its work starts.
+A mistake (an unknown model, a bad number, an output path that cannot be written: every
+output path is checked before the search) ends the command with one line on stderr,
+``tensoropt <command>: <what> (<how to fix>)``, and exit status 2; ``--debug``
+(anywhere on the line) shows the Python traceback instead.
 """
 
 from __future__ import annotations
@@ -42,18 +43,13 @@ from tensoropt.simulator.commands import add_commands, add_simulate_arguments, f
 from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.simulator.strategy_cost import SimulatedCost
 from tensoropt.stats import graph_stats
-from tensoropt.validation import arg_device_counts, arg_positive_float, arg_positive_int, check_output_path
+from tensoropt.validation import (CommandParser, UsageError, check_writable, check_writable_dir, int_list,
+                                  positive_float, positive_int)
 
-__all__ = ["main", "build_parser"]
-
-#: Options naming a file a command writes: checked before the command's work starts.
-OUTPUT_OPTIONS = ("plot", "out", "trace")
+__all__ = ["main", "build_parser", "check_outputs", "one_line", "SIZES"]
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
-    sizes = sorted({size for name in models.names() for size in models.get_entry(name).presets})
-    if args.size not in sizes:
-        raise ValueError(f"--size {args.size!r}: no model has that preset; choose one of {', '.join(sizes)}")
     rows = []
     for name in models.names():
         to.reset_default_graph()
@@ -132,10 +128,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_checkpoint(args: argparse.Namespace) -> int:
-    try:
-        names = export_tensorflow(args.checkpoint, args.prefix)
-    except ValueError as e:   # CheckpointError included: it names the file and the tensor
-        raise SystemExit(f"tensoropt export-checkpoint: {e}") from None
+    names = export_tensorflow(args.checkpoint, args.prefix)   # a CheckpointError names the file
     print(f"{len(names)} tensors written to the TensorFlow checkpoint {args.prefix} "
           f"(tf.train.load_checkpoint({args.prefix!r}))")
     return 0
@@ -146,8 +139,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with progress_bar(f"{args.model} on {args.devices} devices") as update:
         result = compare(graph, args.cluster, args.devices, memory_limit=args.memory_limit,
                          budget_s=args.budget_s, search=_search_options(args), cost_model=args.cost_model,
-                         seed=args.seed, model_name=args.model,
-                         progress=update, mcmc_cost=MCMC_COSTS[args.mcmc_cost],
+                         seed=args.seed, model_name=args.model, progress=update,
+                         mcmc_cost=MCMC_COSTS[args.mcmc_cost],
                          simulate=lambda plan, cluster, model: simulate_plan(graph, plan, cluster, model).makespan_s)
     print(json.dumps(comparison_json(result), indent=1) if args.json else comparison_table(result))
     if args.plot:
@@ -160,11 +153,7 @@ MCMC_COSTS = {"simulated": lambda tables, cluster: SimulatedCost(tables, cluster
 
 
 def _search_options(args: argparse.Namespace) -> SearchOptions:
-    try:
-        return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
-                             threads=args.threads)
-    except ValueError as e:
-        raise SystemExit(f"tensoropt {args.command}: {e}") from None
+    return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads)
 
 
 EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
@@ -177,35 +166,37 @@ MAX_CANDIDATES_HELP = ("bound each Frontier-Tracking product to about this many 
 
 
 def _model_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
-    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL",
+                   help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=arg_positive_int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=positive_int, default=None, help="scale the cluster to N devices")
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
 
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
     """The cost model and the Frontier-Tracking settings every searching command takes."""
     p.add_argument("--cost-model", default="analytical", choices=["analytical", "profiled"])
-    p.add_argument("--threads", type=arg_positive_int, default=1, help="Frontier-Tracking threads")
+    p.add_argument("--threads", type=positive_int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
-    p.add_argument("--max-candidates", type=arg_positive_int, default=None, help=MAX_CANDIDATES_HELP)
+    p.add_argument("--max-candidates", type=positive_int, default=None, help=MAX_CANDIDATES_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
 
-    parser = argparse.ArgumentParser(prog="tensoropt", description=__doc__.split("\n")[0])
+    parser = CommandParser(prog="tensoropt", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("models", help="op count, parameter bytes and saved-activation bytes of each zoo model")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--size", default="paper", help="which preset of each model (paper, small, tiny)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="which preset of each model (paper, small, tiny)")
     p.set_defaults(func=_cmd_models)
 
     p = sub.add_parser("frontier", help="the memory/time frontier of a zoo model on a cluster")
-    p.add_argument("--model", required=True, help="a zoo model (tensoropt models lists them)")
-    p.add_argument("--size", default="paper", help="the model's preset (paper, small, tiny)")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL",
+                   help="a zoo model (tensoropt models lists them)")
+    p.add_argument("--size", default="paper", choices=SIZES, help="the model's preset (paper, small, tiny)")
     p.add_argument("--cluster", required=True, help="a preset (paper-v100x16, ...), 'local' or a JSON file")
-    p.add_argument("--devices", type=arg_positive_int, default=None, help="scale the cluster to N devices")
+    p.add_argument("--devices", type=positive_int, default=None, help="scale the cluster to N devices")
     _search_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--plot", metavar="FILE.png", help="draw the frontier as in the paper's Figure 6")
@@ -213,26 +204,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_frontier)
 
     p = sub.add_parser("profile", help="best time per device count, as the paper's Figure 8")
-    p.add_argument("--model", required=True)
-    p.add_argument("--size", default="paper")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL")
+    p.add_argument("--size", default="paper", choices=SIZES)
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", type=arg_device_counts, default=[1, 2, 4, 8, 16],
-                   help="comma-separated device counts (default 1,2,4,8,16)")
-    p.add_argument("--memory-limit", type=arg_positive_float, default=None,
-                   help="bytes per device (default memory/1.1)")
+    p.add_argument("--devices", type=int_list, default=[1, 2, 4, 8, 16], help="comma-separated device counts")
+    p.add_argument("--memory-limit", type=positive_float, default=None, help="bytes per device (default memory/1.1)")
     _search_arguments(p)
     p.set_defaults(func=_cmd_profile)
 
     p = sub.add_parser("compare", help="FT beside data parallel, Mesh-TF, OptCNN, ToFu, PaSE and MCMC "
                                        "on one cost model")
-    p.add_argument("--model", required=True)
-    p.add_argument("--size", default="paper")
+    p.add_argument("--model", required=True, choices=models.names(), metavar="MODEL")
+    p.add_argument("--size", default="paper", choices=SIZES)
     p.add_argument("--cluster", required=True)
-    p.add_argument("--devices", type=arg_positive_int, required=True,
-                   help="device count (the cluster is scaled to it)")
-    p.add_argument("--memory-limit", type=arg_positive_float, default=None,
-                   help="bytes per device (default memory/1.1)")
-    p.add_argument("--budget-s", type=arg_positive_float, default=10.0, help="MCMC's search seconds (default 10)")
+    p.add_argument("--devices", type=positive_int, required=True, help="device count (the cluster is scaled to it)")
+    p.add_argument("--memory-limit", type=positive_float, default=None, help="bytes per device (default memory/1.1)")
+    p.add_argument("--budget-s", type=positive_float, default=10.0, help="MCMC's search seconds (default 10)")
     p.add_argument("--seed", type=int, default=0, help="MCMC's random seed")
     p.add_argument("--mcmc-cost", choices=sorted(MCMC_COSTS), default="simulated",
                    help="MCMC's cost: the simulator's step time by delta simulation, as FlexFlow "
@@ -256,32 +243,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["calibrate"]:  # its own parser, --help included
-        # Lazy: the calibration job starts MPI and loads TensorFlow and horovod.
-        from tensoropt.execution import calibration_job  # noqa: PLC0415
+SIZES = sorted({size for name in models.names() for size in models.get_entry(name).presets})
 
-        return calibration_job.main(argv[1:])
+#: output options, checked before any work: (attribute, option, a file (else a directory))
+OUTPUTS = (("plot", "--plot", True), ("out", "--out", True), ("trace", "--trace", True),
+           ("trace_dir", "--trace-dir", False))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path of the command can be written; raises ValueError naming it."""
+    for attr, option, is_file in OUTPUTS:
+        path = getattr(args, attr, None)
+        if path is not None:
+            (check_writable if is_file else check_writable_dir)(option, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit status (2 for a bad input, after one line on stderr)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv
-    args = build_parser().parse_args([a for a in argv if a != "--debug"])
+    argv = [a for a in argv if a != "--debug"]
+    command = next((a for a in argv if not a.startswith("-")), None)
     try:
-        for option in OUTPUT_OPTIONS:     # found now, not after an hour of search
-            check_output_path(f"tensoropt {args.command}", "--" + option.replace("_", "-"),
-                              getattr(args, option, None))
+        if command == "calibrate" and argv[:1] == ["calibrate"]:  # its own parser, --help included
+            # Lazy: the calibration job starts MPI and loads TensorFlow and horovod.
+            from tensoropt.execution import calibration_job  # noqa: PLC0415
+
+            return calibration_job.main(argv[1:])
+        args = build_parser().parse_args(argv)
+        check_outputs(args)
         return args.func(args)
-    except SystemExit as e:
-        if debug or not isinstance(e.code, str):
-            raise
-        print(e.code, file=sys.stderr)
+    except (ValueError, OSError, SystemExit) as e:
+        if debug or (isinstance(e, SystemExit) and not isinstance(e.code, str)):
+            raise   # --help's exit 0, or an exit status already chosen
+        print(one_line(command, e), file=sys.stderr)
         return 2
-    except (ValueError, OSError) as e:   # bad input: one line; the traceback only with --debug
+    except Exception as e:  # noqa: BLE001 - one line; the traceback with --debug
         if debug:
             raise
-        message = str(e)
-        prefix = f"tensoropt {args.command}: "
-        print(message if message.startswith(prefix) else prefix + message, file=sys.stderr)
-        return 2
+        print(one_line(command, e, internal=True), file=sys.stderr)
+        return 1
+
+
+def one_line(command: str | None, error: BaseException, internal: bool = False) -> str:
+    """``tensoropt <command>: <what> (<how to fix>)`` for ``error``, on one line."""
+    text = str(error.code if isinstance(error, SystemExit) else error)
+    if isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.filename}: {error.strerror or text} (check the path)"
+    text = " ".join(text.split())
+    if internal:
+        text = (f"internal error {type(error).__name__}: {text} (run again with --debug for the "
+                "traceback, and report it)")
+    prefix = "tensoropt" + (f" {command}" if command else "")
+    return text if isinstance(error, UsageError) or text.startswith(prefix + ":") else f"{prefix}: {text}"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,12 +9,14 @@ Usage::
 from __future__ import annotations
 
 from statistics import mean
+import os
 
 from frontier import TrackStats
 
 from tensoropt.search.approximation import EXACT, approximation_line
 from tensoropt.search.strategy import turning_point
 from tensoropt.units import format_bytes
+from tensoropt.validation import atomic_write
 
 __all__ = ["frontier_rows", "frontier_table", "plans_table", "profile_table", "plot_frontier",
            "turning_point"]
@@ -122,5 +124,8 @@ def plot_frontier(result, path: str, title: str = "") -> None:
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png"
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, dpi=120, format=fmt), mode="wb")
+    finally:
+        plt.close(fig)

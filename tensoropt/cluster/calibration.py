@@ -30,6 +30,7 @@ import numpy as np
 
 from tensoropt.cluster.devices import Cluster, Link
 from tensoropt.cluster.mesh import scheme_groups
+from tensoropt.validation import atomic_write_text
 
 __all__ = ["COLLECTIVES", "PROFILE_FORMAT_VERSION", "CalibrationProfile", "OVERHEAD_FIELDS", "profile_overheads"]
 
@@ -83,13 +84,7 @@ class CalibrationProfile:
         """Writes the profile as JSON (creating the parent directory)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
-            os.replace(tmp, path)
-        finally:   # nothing half-written is left behind
-            if tmp.exists():
-                tmp.unlink()
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "CalibrationProfile":

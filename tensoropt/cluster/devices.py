@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tensoropt.validation import atomic_write_text
+
 __all__ = ["Link", "Cluster", "CLUSTER_FORMAT_VERSION"]
 
 CLUSTER_FORMAT_VERSION = 1
@@ -178,7 +180,7 @@ class Cluster:
             text = yaml.safe_dump(self.to_dict(), sort_keys=False)
         else:
             text = json.dumps(self.to_dict(), indent=2) + "\n"
-        path.write_text(text)
+        atomic_write_text(path, text)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "Cluster":

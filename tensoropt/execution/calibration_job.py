@@ -32,7 +32,6 @@ value on every later call. With more timed collectives than ``HOROVOD_CACHE_CAPA
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import socket
@@ -49,6 +48,7 @@ from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.process_sets import register_process_sets
+from tensoropt.validation import CommandParser, check_writable, positive_int
 
 __all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
 
@@ -321,27 +321,21 @@ def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_byt
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--statistic S]``."""
-    p = argparse.ArgumentParser(prog="tensoropt calibrate",
+    p = CommandParser(prog="tensoropt calibrate",
                                 description="Measure collective bandwidth per partitioning scheme and matmul "
                                             "FLOP/s; run under mpirun -np N.")
     p.add_argument("--out", default=DEFAULT_PROFILE_PATH, help=f"profile to write (default {DEFAULT_PROFILE_PATH})")
-    p.add_argument("--max-bytes", type=int, default=2**24, help="largest size, bytes (default 2^24)")
-    p.add_argument("--min-bytes", type=int, default=None, help="smallest size, bytes (default 4 x ranks)")
-    p.add_argument("--repeats", type=int, default=10, help="samples per size; the median is kept (default 10)")
-    p.add_argument("--inner", type=int, default=1, help="back-to-back calls per sample (default 1)")
+    p.add_argument("--max-bytes", type=positive_int, default=2**24, help="largest size, bytes (default 2^24)")
+    p.add_argument("--min-bytes", type=positive_int, default=None, help="smallest size, bytes (default 4 x ranks)")
+    p.add_argument("--repeats", type=positive_int, default=10, help="samples per size; the median is kept (default 10)")
+    p.add_argument("--inner", type=positive_int, default=1, help="back-to-back calls per sample (default 1)")
     p.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
                    help="how repeats combine: median (default); p25 or min resist load from other jobs")
     args = p.parse_args(argv)
-    if args.max_bytes < 1 or args.repeats < 1:
-        p.error("--max-bytes and --repeats must be positive")
-    out = os.path.abspath(args.out)
-    if os.path.isdir(out):   # found now, not after the measuring
-        p.error(f"--out {args.out!r} is a directory; give a file name, e.g. {os.path.join(args.out, 'local.json')}")
-    existing = os.path.dirname(out)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing) or not os.access(existing, os.W_OK):
-        p.error(f"--out {args.out!r} cannot be written ({existing!r} is not a writable directory)")
+    # before measuring (minutes): a directory or an unwritable place fails now, and leaves nothing
+    check_writable("--out", args.out, create_parents=True)
+    if args.min_bytes is not None and args.min_bytes > args.max_bytes:
+        p.error(f"--min-bytes {args.min_bytes} is above --max-bytes {args.max_bytes}; give min <= max")
     profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
                         inner=args.inner, statistic=args.statistic)
     from mpi4py import MPI  # noqa: PLC0415

@@ -1,8 +1,8 @@
 """Which machine each rank runs on: host names, grouped into machines.
 
 ``init`` gathers every rank's host name. ``TENSOROPT_HOSTS`` (a comma-separated list, one
-name per rank, or ``name:count`` entries) overrides them, so that one machine can stand in for several in tests and
-dry runs. A cluster is machines x devices per machine with the ranks of one machine
+name per rank, or ``name:count`` entries) overrides them, so that one machine can stand
+in for several in tests and dry runs. A cluster is machines x devices per machine with the ranks of one machine
 numbered consecutively, which is how ``mpirun --map-by slot`` (its default) and
 ``horovodrun -H a:8,b:8`` place them; any other placement is refused with the fix.
 

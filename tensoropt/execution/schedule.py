@@ -260,6 +260,11 @@ def check_plan_for_graph(graph, plan) -> None:
                 raise ValueError(f"{name}: field 'backward_steps' is "
                                  f"{'given' if e.backward_steps is not None else 'null'}, but in this graph "
                                  f"{'a' if grad_inputs[i] else 'no'} gradient flows back over the edge")
+    inputs = {(op.name, i) for op in graph.operations for i in range(len(op.inputs))}
+    for k, e in enumerate(plan.edges):
+        if (e.consumer, e.input) not in inputs:
+            raise ValueError(f"edge {k} ({e.name}): {e.consumer!r} has no input {e.input} in this graph; the "
+                             "plan was searched for another graph or edited: search it again")
     if count != len(plan.edges):
         raise ValueError(f"the plan has {len(plan.edges)} edges, this graph {count}; it was searched for "
                          "another graph")

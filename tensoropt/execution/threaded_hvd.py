@@ -35,6 +35,7 @@ from reschedule import group_collective_numpy
 
 from tensoropt._tf import import_tensorflow
 from tensoropt.execution.builder import PlanSharding
+from tensoropt.execution.input_slices import local_feed
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.execution.recording_hvd import RecordingHorovod
 from tensoropt.graph import Tensor, TrainStep
@@ -164,8 +165,7 @@ class ThreadedJob:
 
     def _feed(self, rank: int, feed: dict) -> dict:
         lowered, sharding = self.lowered[rank], self.shardings[rank]
-        return {lowered.tensors[k]: np.asarray(v)[sharding.layout_of(k).shard_slices(rank, k.shape)]
-                for k, v in (feed or {}).items()}
+        return {lowered.tensors[k]: local_feed(k, np.asarray(v), sharding, rank) for k, v in (feed or {}).items()}
 
     def _fetch(self, rank: int, fetches):
         lowered = self.lowered[rank]

@@ -8,7 +8,7 @@ Usage::
 
 from __future__ import annotations
 
-import operator
+import numbers
 
 from typing import Sequence
 
@@ -27,10 +27,16 @@ def _check_shape(kind: str, name: str, shape) -> tuple[int, ...]:
             f"{kind} '{name}': shape is None; TensorOpt plans need every shape known, "
             "so pass the full shape including the batch size, e.g. [256, 784]")
     try:
-        dims = tuple(operator.index(d) for d in shape)   # 2.5 or "4" are refused, as TensorFlow does
+        dims = tuple(shape)
     except TypeError:
         raise ValueError(f"{kind} '{name}': shape {shape!r} is not a list of ints; "
                          "expected e.g. [256, 784]") from None
+    for i, d in enumerate(dims):
+        if d is not None and not (isinstance(d, numbers.Integral) and not isinstance(d, bool)):
+            raise ValueError(f"{kind} '{name}': shape {list(shape)!r}: dimension {i} is {d!r}, a "
+                             f"{type(d).__name__}; every dimension must be an int (as in TensorFlow), "
+                             "e.g. [256, 784]")
+    dims = tuple(None if d is None else int(d) for d in dims)
     if any(d is None or d <= 0 for d in dims):
         raise ValueError(f"{kind} '{name}': shape {tuple(shape)} has a dimension <= 0 or unknown; "
                          "TensorOpt needs every dimension known and positive")

@@ -32,7 +32,7 @@ from tensoropt.simulator.plan_options import SimOptions
 from tensoropt.simulator.plan_sim import check_plan_shape, simulate_plan
 from tensoropt.simulator.trace import chrome_trace
 from tensoropt.units import format_bytes
-from tensoropt.validation import arg_positive_float
+from tensoropt.validation import positive_float
 
 __all__ = ["add_simulate_arguments", "frontier_check", "cmd_plan", "cmd_simulate",
            "add_commands"]
@@ -126,8 +126,7 @@ def add_commands(sub: Any, model_arguments) -> None:
     p = sub.add_parser("plan", help="search a model's plan and save it as JSON")
     model_arguments(p)
     p.add_argument("--option", default="mini_time", choices=["mini_time", "mini_parallelism"])
-    p.add_argument("--memory-limit", type=arg_positive_float, default=None,
-                   help="bytes per device (default memory/1.1)")
+    p.add_argument("--memory-limit", type=positive_float, default=None, help="bytes per device (default memory/1.1)")
     p.add_argument("--epsilon", type=float, default=None, help="search an epsilon-approximate frontier")
     p.add_argument("--out", required=True, help="where to write the plan (JSON)")
     p.set_defaults(func=cmd_plan)

@@ -34,6 +34,7 @@ from tensoropt.simulator.engine import Timeline
 from tensoropt.simulator.graph import resource_kind
 from tensoropt.simulator.memory import memory_timelines
 from tensoropt.simulator.result import SimResult
+from tensoropt.validation import atomic_write, check_writable
 
 __all__ = ["chrome_trace", "trace_events"]
 
@@ -104,11 +105,7 @@ def chrome_trace(source: Union[Timeline, SimResult], path: Union[str, os.PathLik
     Raises:
         ValueError: ``path`` cannot be written (checked before any work).
     """
-    try:
-        f = open(path, "w", encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"cannot write the trace to {os.fspath(path)!r}: {err.strerror}; "
-                         "give a path in an existing, writable directory") from err
+    check_writable("the trace", path)
     t = source.timeline if isinstance(source, SimResult) else source
-    with f:
-        json.dump({"traceEvents": trace_events(t), "displayTimeUnit": "ms"}, f, default=str)
+    atomic_write(path, lambda f: json.dump({"traceEvents": trace_events(t), "displayTimeUnit": "ms"}, f,
+                                           default=str))

@@ -1,8 +1,7 @@
 """``tensoropt frontier`` and ``tensoropt profile`` on a small zoo model."""
 
 import json
-
-import pytest
+import re
 
 from tensoropt import cli
 
@@ -59,13 +58,9 @@ def test_profile_max_candidates_says_which_frontiers_are_approximate(capsys):
 
 
 def test_a_bad_search_option_is_named(capsys):
-    argv = ["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16"]
-    with pytest.raises(SystemExit) as usage:       # argparse: one usage line, exit 2
-        cli.main(argv + ["--max-candidates", "0"])
-    assert usage.value.code == 2 and "--max-candidates: 0 must be >= 1" in capsys.readouterr().err
-    assert cli.main(argv + ["--epsilon", "2"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("tensoropt frontier: ") and "epsilon" in err[0]
+    assert cli.main(["frontier", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
+                     "--max-candidates", "0"]) == 2
+    assert re.search("tensoropt frontier: argument --max-candidates: '0' is below 1", capsys.readouterr().err)
 
 
 def test_frontier_plot_draws_the_frontier(tmp_path, capsys):

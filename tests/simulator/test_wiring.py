@@ -1,6 +1,7 @@
 """find_strategy(simulate=...), and the CLI's frontier --simulate, plan and simulate."""
 
 import json
+import re
 
 import pytest
 
@@ -76,17 +77,14 @@ def test_cli_simulate_names_what_to_fix(tmp_path, capsys):
     args = ["--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16"]
     plan_path = tmp_path / "plan.json"
     assert cli_main(["plan", *args, "--devices", "4", "--out", str(plan_path)]) == 0
-    def one_line_error(argv):
-        assert cli_main(argv) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("tensoropt simulate: "), err
-        return err[0]
-
-    assert "--devices 4" in one_line_error(["simulate", *args, "--devices", "2", "--plan", str(plan_path)])
-    assert "does not configure" in one_line_error(["simulate", "--model", "cnn", "--size", "tiny", "--cluster",
-                                                   "paper-v100x16", "--devices", "4", "--plan", str(plan_path)])
-    assert "--trace" in one_line_error(["simulate", *args, "--devices", "4", "--plan", str(plan_path),
-                                        "--trace", str(tmp_path / "no" / "t.json")])
+    assert cli_main(["simulate", *args, "--devices", "2", "--plan", str(plan_path)]) == 2
+    assert re.search("--devices 4", capsys.readouterr().err)
+    assert cli_main(["simulate", "--model", "cnn", "--size", "tiny", "--cluster", "paper-v100x16",
+                     "--devices", "4", "--plan", str(plan_path)]) == 2
+    assert re.search("does not configure", capsys.readouterr().err)
+    assert cli_main(["simulate", *args, "--devices", "4", "--plan", str(plan_path),
+                     "--trace", str(tmp_path / "no" / "t.json")]) == 2
+    assert re.search("cannot write --trace", capsys.readouterr().err)
 
 
 def test_cli_simulate_with_profiled_costs_and_no_profile_names_the_command(tmp_path, monkeypatch, capsys):
@@ -95,4 +93,4 @@ def test_cli_simulate_with_profiled_costs_and_no_profile_names_the_command(tmp_p
     assert cli_main(["plan", *args, "--out", str(plan_path)]) == 0
     monkeypatch.setenv("TENSOROPT_PROFILE", str(tmp_path / "none.json"))
     assert cli_main(["simulate", *args, "--cost-model", "profiled", "--plan", str(plan_path)]) == 2
-    assert "tensoropt calibrate" in capsys.readouterr().err
+    assert re.search("tensoropt calibrate", capsys.readouterr().err)

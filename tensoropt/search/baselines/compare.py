@@ -25,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import time
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -39,6 +40,7 @@ from tensoropt.search.baselines.pase_dp import pase_search
 from tensoropt.search.baselines.tofu import tofu_search
 from tensoropt.search.driver import search_frontier
 from tensoropt.search.strategy import SAFETY_MARGIN, fastest_fitting, make_cost_model
+from tensoropt.validation import atomic_write
 
 __all__ = ["METHODS", "MethodRow", "Comparison", "compare", "comparison_table", "comparison_json",
            "plot_comparison"]
@@ -213,5 +215,8 @@ def plot_comparison(c: Comparison, path: str) -> None:
     ax.set_title(f"{c.model} on {c.cluster}, {c.devices} devices")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fmt = os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png"
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, dpi=120, format=fmt), mode="wb")
+    finally:
+        plt.close(fig)
