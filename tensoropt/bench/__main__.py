@@ -13,6 +13,7 @@
     python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer] [--devices 16,32,64]
     python -m tensoropt.bench mutants [--only NAME ...] [--list]   # one-line library mutations vs the tests
     python -m tensoropt.bench timings [--skip-recording] [--skip-profiler]   # recording and profiler timings
+    python -m tensoropt.bench calibration [--ranks 4] [--repeats 30]   # profiled collectives at unmeasured sizes
 """
 
 import sys
@@ -23,7 +24,8 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "fuzz": "tensoropt.bench.fuzz", "shard_memory": "tensoropt.bench.shard_memory",
            "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase",
            "mutants": "tensoropt.bench.mutants", "timings": "tensoropt.bench.timings",
-           "compare": "tensoropt.search.baselines.bench"}
+           "compare": "tensoropt.search.baselines.bench",
+           "calibration": "tensoropt.bench.calibration"}
 
 
 def main(argv: list[str]) -> int:

@@ -111,7 +111,7 @@ class FuzzReport:
                 if self.models else set()}
 
 
-def _mpirun(ranks: int) -> list[str]:
+def mpirun_prefix(ranks: int) -> list[str]:
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise RuntimeError("mpirun is not installed; run `make setup` (it installs Open MPI)")
@@ -211,7 +211,7 @@ def _run_ranks(ranks: int, seeds: Sequence[int], args: dict, workdir: str, plan_
             state["done"] = True
 
     while True:
-        cmd = [*_mpirun(ranks), sys.executable, "-m", "tensoropt.bench.fuzz_worker",
+        cmd = [*mpirun_prefix(ranks), sys.executable, "-m", "tensoropt.bench.fuzz_worker",
                "--seeds", f"{seeds[0]}:{seeds[-1] + 1}", "--plans", str(args["plans"]),
                "--frontier-cap", str(args["frontier_cap"]), "--steps", str(args["steps"]), "--out", out_path]
         if after is not None:

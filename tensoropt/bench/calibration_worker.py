@@ -1,8 +1,9 @@
-"""Runner for test_calibrate.py (run under mpirun): calibrate, and measure unmeasured sizes.
+"""Worker of ``python -m tensoropt.bench calibration`` (run under mpirun): calibrate, and measure
+sizes the calibration did not measure.
 
 Usage::
 
-    mpirun -np 4 python tests/parallel/calibrate_check.py OUT_DIR MAX_BYTES REPEATS STEP MODE [INNER [STATISTIC]]
+    mpirun -np 4 python -m tensoropt.bench.calibration_worker OUT_DIR MAX_BYTES REPEATS STEP MODE [INNER [STATISTIC]]
 
 Writes OUT_DIR/profile.json (sizes 2^i, i.e. what ``tensoropt calibrate`` writes) and
 OUT_DIR/fresh.json (sizes 3 * 2^i for every STEP-th i: never in the profile). MODE:
@@ -49,12 +50,12 @@ def main() -> None:
             profile.save(os.path.join(out_dir, "profile.json"))
         calibrated = time.time()
     else:
-        raise SystemExit(f"calibrate_check: MODE must be 'after' or 'interleaved', got {mode!r}")
+        raise SystemExit(f"calibration_worker: MODE must be 'after' or 'interleaved', got {mode!r}")
     timing = dict(cal.last_timing)
     # guard: 16 MiB must take clearly longer than 16 B (it would not if the collectives were
     # constant-folded away instead of run)
     sanity = cal.measure([("allreduce", cal.size, 1, 16), ("allreduce", cal.size, 1, 2**24)], repeats=5)
-    if cal.rank == 0 and os.environ.get("CALIBRATE_CHECK_SAMPLES"):
+    if cal.rank == 0 and os.environ.get("CALIBRATION_WORKER_SAMPLES"):
         with open(os.path.join(out_dir, "samples.json"), "w") as f:
             json.dump([[*t, v] for t, v in samples.items()], f)
     if cal.rank == 0:
