@@ -99,10 +99,15 @@ class ThreadedHorovod(RecordingHorovod):
         dtype = inputs[0].dtype
 
         def run(*blocks):
+            # Copies both ways: numpy_function's arguments are views of TF buffers, and a
+            # returned array becomes a TF tensor without a copy, which TF may later
+            # overwrite in place (buffer forwarding); an allreduce's combine returns one
+            # array to every member, so without the copy one rank's later op could change
+            # another rank's result (a race seen once in CI).
             self._calls[name] += 1
-            deposit = blocks[0] if len(blocks) == 1 else tuple(blocks)
+            deposit = blocks[0].copy() if len(blocks) == 1 else tuple(b.copy() for b in blocks)
             out = self.rendezvous.exchange((name, self._calls[name]), group, self.rank, deposit, combine)
-            return np.asarray(out, dtype=blocks[0].dtype)
+            return np.array(out, dtype=blocks[0].dtype, copy=True)
 
         self._record(kind, name, process_set)
         out = tf.numpy_function(run, inputs, dtype, name=name)

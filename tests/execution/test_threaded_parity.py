@@ -93,3 +93,43 @@ def test_a_collective_one_member_never_issues_times_out_naming_it():
     rendezvous = Rendezvous(timeout_s=0.2)
     with pytest.raises(CollectiveTimeout, match=r"'ar/x'.*rank\(s\) \[1\]"):
         rendezvous.exchange(("ar/x", 1), (0, 1), 0, np.ones(2), lambda xs: xs)
+
+
+def test_each_rank_gets_its_own_copy_of_a_collective_result():
+    """An allreduce's combine gives every member one array; TF may overwrite a tensor a
+    numpy_function returned in place, so each rank must get its own buffer, and a rank's
+    input must not be kept as a view of TF's memory."""
+    import threading
+    from types import SimpleNamespace
+
+    from tensoropt.execution.recording_hvd import ProcessSet
+    from tensoropt.execution.threaded_hvd import ThreadedHorovod
+
+    bodies = {}
+
+    def numpy_function(fn, inputs, dtype, name=None):
+        bodies.setdefault(name, []).append(fn)
+        return SimpleNamespace(set_shape=lambda shape: None)
+
+    fake_tf = SimpleNamespace(numpy_function=numpy_function)
+    rendezvous = Rendezvous(timeout_s=5)
+    hvds = [ThreadedHorovod(fake_tf, 2, r, rendezvous) for r in range(2)]
+    group = ProcessSet([0, 1])
+    x = SimpleNamespace(dtype="float32", shape=[3])
+    for h in hvds:
+        h.allreduce(x, process_set=group, name="ar")
+    inputs = [np.arange(3, dtype=np.float32) + r for r in range(2)]
+    outs = [None, None]
+
+    def one(r):
+        outs[r] = bodies["ar"][r](inputs[r])
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(outs[0], inputs[0] + inputs[1])
+    np.testing.assert_array_equal(outs[1], inputs[0] + inputs[1])
+    assert not np.shares_memory(outs[0], outs[1]), "two ranks got one buffer"
+    assert not any(np.shares_memory(o, i) for o in outs for i in inputs)
