@@ -33,6 +33,15 @@ def _numpy_end_of(run: Any):
     return lambda t: int(end[t])
 
 
+def _overlay(end: np.ndarray, seg_e: dict) -> np.ndarray:
+    """``end`` with the ends a sparse loop holds in ``seg_e`` written over it (a copy)."""
+    out = end.copy()
+    if seg_e:
+        out[np.fromiter(seg_e.keys(), np.int64, len(seg_e))] = np.fromiter(seg_e.values(), np.int64,
+                                                                             len(seg_e))
+    return out
+
+
 def _write_back(arr: np.ndarray, changes: dict) -> None:
     if changes:
         arr[np.fromiter(changes.keys(), np.int64, len(changes))] = list(changes.values())
@@ -51,6 +60,7 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
         return e if e is not None else int(end_np[t])
 
     run.end_of = end_of
+    run.ends = lambda: _overlay(end_np, seg_e)
     info, dur, rp, ri, (sp, si) = run.info, g.duration_ps, g.res_ptr, g.res_idx, g.succ
     pend: dict[int, int] = {}
     part: dict[int, int] = {}
@@ -110,6 +120,7 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
     _write_back(pend_np, pend)
     _write_back(part_np, part)
     run.end_of = _numpy_end_of(run)
+    run.ends = lambda: run.end
     if align is None and heap:
         return dense_loop(run, steps, next_try, gap)
     return align
@@ -123,6 +134,7 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
     pending, partial = run.pending.tolist(), run.partial.tolist()
     st, en, rd = run.start.tolist(), run.end.tolist(), run.ready.tolist()
     run.end_of = en.__getitem__
+    run.ends = lambda: np.array(en, dtype=np.int64)
     clean, posold, kth = run.clean.tolist(), run.posold.tolist(), run.kth.tolist()
     pop, push = heapq.heappop, heapq.heappush
     cc, mx, seg, align = run.cc, run.mx, [], None
@@ -165,4 +177,5 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
         run.pending = np.array(pending, dtype=np.int64)
         run.partial = np.array(partial, dtype=np.int64)
     run.end_of = _numpy_end_of(run)
+    run.ends = lambda: run.end
     return align

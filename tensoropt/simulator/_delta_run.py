@@ -143,14 +143,16 @@ class _Run:
         self.dirty_steps = np.flatnonzero(dirty_old[base.order])
         self.kth = np.concatenate([[-1], np.flatnonzero(self.clean_old[base.order]),
                                    [len(base.order)]])
-        self.dirty_todo = np.flatnonzero(dirty_new).tolist()      # not yet done
-        self.dirty_set = set(self.dirty_todo)
+        self.dirty_todo = np.flatnonzero(dirty_new)      # not yet done (pruned by stop_after)
+        self.dirty_set = set(self.dirty_todo.tolist())
         self.info: dict = {}               # the sparse loop's per-task cache
         n = ng.num_tasks
         self.start = np.full(n, -1, dtype=_I)
         self.end = np.full(n, -1, dtype=_I)
         self.ready = np.full(n, -1, dtype=_I)
         self.end_of = lambda t: -1         # a task's end in the run so far, -1 if not done
+        self.ends = lambda: self.end       # every task's end so far, as one array (the loops
+                                           # set both while they hold ends of their own)
         # The event loop's state before any step (see _delta_loop).
         self.pending = ng.num_preds.copy()
         self.partial = np.zeros(n, dtype=_I)
@@ -294,36 +296,54 @@ class _Run:
         return any(self.clean[v] and self.end_of(v) < 0 for v in si[sp[t]:sp[t + 1]].tolist())
 
     def stop_after(self, jp: int, delta: int) -> int:
-        """The first base step at or after ``jp`` that cannot be mirrored (see module doc)."""
-        b, end_of, clean, posold = self.base, self.end_of, self.clean, self.posold
+        """The first base step at or after ``jp`` that cannot be mirrored (see module doc).
+
+        That is the first dirty base step, or earlier the step before which a dirty task
+        not yet done would go: one whose predecessors are all done, or clean and due in
+        the mirrored span (then their ends are the base's plus ``delta``), goes before the
+        first base step with a larger ``(ready, index)`` key, at or after its last clean
+        predecessor's step. Vectorized over the dirty tasks: the span's bound only
+        shrinks, and a task that a tighter bound would skip has its step past that bound
+        anyway, so taking every task against the first bound gives the same minimum.
+        """
+        b, posold = self.base, self.posold
         i = int(np.searchsorted(self.dirty_steps, jp))
         best = int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(b.order)
+        ends = self.ends()
+        todo = self.dirty_todo = self.dirty_todo[ends[self.dirty_todo] < 0]
+        if not len(todo) or jp >= best:
+            return best
         pp, pi = self.g.pred
+        counts = pp[todo + 1] - pp[todo]
+        preds = pi[_ranges(pp[todo], counts)]
+        owner = np.repeat(np.arange(len(todo)), counts)
+        pred_end = ends[preds]
+        done = pred_end >= 0
+        waits = ~done & self.clean[preds] & (posold[preds] < best)   # ends in the span
+        usable = np.ones(len(todo), dtype=bool)
+        usable[owner[~(done | waits)]] = False          # waits for a dirty task or past best
         end_old = b.timeline.end_ps
-        self.dirty_todo = [x for x in self.dirty_todo if end_of(x) < 0]
-        for x in self.dirty_todo:
-            rdy, rstep, ok = 0, jp, True
-            for p in pi[pp[x]:pp[x + 1]].tolist():
-                e = end_of(p)
-                if e >= 0:
-                    rdy = max(rdy, e)
-                elif clean[p] and posold[p] < best:
-                    rstep = max(rstep, int(posold[p]) + 1)
-                    rdy = max(rdy, int(end_old[self.new2old[p]]) + delta)
-                else:            # waits for a dirty task, or for a step past ``best``
-                    ok = False
-                    break
-            if not ok or rstep >= best:
-                continue
-            # x goes before the first base step with a larger (ready, index) key; passing
-            # the equal-ready steps that go first only lengthens the span (stopping
-            # earlier is always safe).
-            p0 = rstep + int(np.searchsorted(b.ready_seq[rstep:best], rdy - delta))
-            while p0 < best and int(b.ready_seq[p0]) + delta == rdy and \
-                    self.old2new[b.order[p0]] < x:
-                p0 += 1
-            best = p0
-        return best
+        pred_end[waits] = end_old[self.new2old[preds[waits]]] + delta
+        ready = np.zeros(len(todo), dtype=_I)
+        np.maximum.at(ready, owner[done | waits], pred_end[done | waits])
+        rstep = np.full(len(todo), jp, dtype=_I)
+        np.maximum.at(rstep, owner[waits], posold[preds[waits]] + 1)
+        go = usable & (rstep < best)
+        if not go.any():
+            return best
+        todo, ready, rstep = todo[go], ready[go], rstep[go]
+        # before the first base step with a larger ready time (base ready times rise
+        # with the step), not before rstep, and best at most
+        p0 = np.clip(np.searchsorted(b.ready_seq, ready - delta), rstep, best)
+        # passing the equal-ready steps that go first only lengthens the span (stopping
+        # earlier is always safe)
+        for k in np.flatnonzero((p0 < best) & (b.ready_seq[np.minimum(p0, len(b.order) - 1)] + delta
+                                                == ready)).tolist():
+            q, x, r = int(p0[k]), int(todo[k]), int(ready[k])
+            hi = min(best, int(np.searchsorted(b.ready_seq, r - delta, side="right")))
+            first = self.old2new[b.order[q:hi]] >= x          # the first step x goes before
+            p0[k] = q + int(first.argmax()) if first.any() else hi
+        return min(best, int(p0.min()))
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
