@@ -197,6 +197,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: st
     try:
         with os.fdopen(fd, mode) as f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())          # on disk before the rename publishes it
         os.chmod(tmp, _file_mode(path))
         os.replace(tmp, path)
     except BaseException:

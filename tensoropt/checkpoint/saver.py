@@ -38,6 +38,7 @@ import numpy as np
 
 from tensoropt import session
 from tensoropt.checkpoint.held import held_tensors
+from tensoropt.validation import atomic_write_text
 from tensoropt.checkpoint.manifest import (MANIFEST, BlockRecord, CheckpointError, Manifest, ShardFiles,
                                            TensorRecord, read_region, shard_file)
 
@@ -55,15 +56,6 @@ class _Solo:
 
     def bcast(self, value, root=0):
         return value
-
-
-def _write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _index_path(save_path: str) -> str:
@@ -179,7 +171,7 @@ class Saver:
             records.append(TensorRecord(GLOBAL_STEP, (), "int64",
                                         (BlockRecord(shard_file(0), GLOBAL_STEP, (), ()),)))
         manifest = Manifest(None if global_step is None else int(global_step), size, tuple(records))
-        _write_atomically(os.path.join(tmp, MANIFEST), manifest.to_json())
+        atomic_write_text(os.path.join(tmp, MANIFEST), manifest.to_json())
         old = None
         if os.path.exists(final):
             old = f"{final}.old-{uuid.uuid4().hex[:8]}"
@@ -204,7 +196,7 @@ class Saver:
         dropped = []
         if self.max_to_keep is not None and len(kept) > self.max_to_keep:
             dropped, kept = kept[:-self.max_to_keep], kept[-self.max_to_keep:]
-        _write_atomically(index, json.dumps({"latest": name, "all": kept}, indent=1))
+        atomic_write_text(index, json.dumps({"latest": name, "all": kept}, indent=1))
         for p in dropped:
             shutil.rmtree(os.path.join(directory, p), ignore_errors=True)
         stem = os.path.basename(final).rsplit("-", 1)[0]
