@@ -20,6 +20,7 @@ launch, the profile's shape and a loose bound).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -125,10 +126,8 @@ def held_out_report(out_dir: str | os.PathLike, statistic: str = "p25") -> HeldO
     def by_median(m: dict) -> dict:
         return dict(m, seconds=median[(m["collective"], m["group_size"], m["stride"], m["bytes"])])
 
-    median_profile = ProfiledCollectives.from_file(out_dir / "profile.json")
-    for m in median_profile.profile.measurements:
-        m["seconds"] = by_median(m)["seconds"]
-    median_profile = ProfiledCollectives(median_profile.profile)
+    median_profile = ProfiledCollectives(dataclasses.replace(
+        profile.profile, measurements=[by_median(m) for m in profile.profile.measurements]))
     timing = {k: v for k, v in fresh.items() if k not in ("measurements", "allreduce_16MiB_over_16B")}
     return HeldOutReport(profile=profile, held_out=held_out, rows=_rows(profile, held_out),
                          median_rows=_rows(median_profile, [by_median(m) for m in held_out]),
