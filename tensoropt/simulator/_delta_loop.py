@@ -2,8 +2,10 @@
 
 Both are ``engine.event_loop`` (steps 1-4) plus the alignment watch: after each step,
 when the clean tasks done are exactly the first ``cc`` clean tasks of the base run
-(``kth[cc] == mx``), and at doubling gaps, they ask ``run.try_align``. They end on an
-alignment (returned) or when the ready queue is empty (None).
+(``kth[cc] == mx``), and at doubling gaps, they ask ``run.try_align`` -- unless the next
+clean base step is not past ``run.hold``, the stop of the last attempt that found too
+short a span. They end on an alignment (returned) or when the ready queue is empty
+(None).
 
 They run on the state the delta run keeps between loops (``run.heap``, ``run.pending``,
 ``run.partial``, ``run.free``, ``run.running``: the ready queue, per-task predecessor
@@ -107,8 +109,8 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
                 mx = p
         push(running, (e, t))
         steps += 1
-        if steps >= next_try and heap and kth[cc] == mx:
-            align = run.try_align(cc, mx)
+        if steps >= next_try and heap and kth[cc] == mx and kth[cc + 1] > run.hold:
+            align = run.try_align(cc)
             if align is not None:
                 break
             gap *= 2
@@ -165,8 +167,8 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
                 mx = posold[t]
         push(running, (e, t))
         steps += 1
-        if steps >= next_try and heap and kth[cc] == mx:
-            align = run.try_align(cc, mx)
+        if steps >= next_try and heap and kth[cc] == mx and kth[cc + 1] > run.hold:
+            align = run.try_align(cc)
             if align is not None:
                 break
             gap *= 2

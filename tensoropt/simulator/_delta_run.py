@@ -30,21 +30,31 @@ The run alternates two moves.
 *Aligned* means that the rest of the two runs is the same up to the shift, for the clean
 tasks, until a dirty task intervenes:
 
-- the clean tasks done are the same set: the first ``c`` clean tasks in base order;
-- each dirty task that is a predecessor of a clean task has the same done/not-done
-  status in both runs (``j'`` is chosen within the gap of dirty base steps to allow it);
-- every clean ready task has ready time = its base ready time + ``delta``, and the base
-  task due at ``j'`` is clean;
+- the clean tasks done are the same set: the first ``c`` clean tasks in base order, and
+  ``j'`` is the base step of the next clean task (the dirty base steps before it count
+  as done in the base run);
+- a boundary task done in one run only (a rebuild that moved from backward to forward,
+  say) does not break alignment, but its clean successors not yet done are set apart:
+  *early* (done in the new run only) -- its clean successors may become ready in the new
+  run only, so they are stop candidates just like dirty tasks; *late* (done in the base
+  run only) -- its clean successors cannot run in the new run, so the mirror ends before
+  the base run takes the first of them. Every other boundary task has the same status in
+  both runs;
+- every clean ready task (other than those set apart) has ready time = its base ready
+  time + ``delta``, and the base task due at ``j'`` is the least ready one;
 - with ``theta`` = the base ready time due at ``j'`` (a lower bound of all later ready
   times, as ready times leave the queue in order), times at or before it do not matter,
   so, clamped at ``theta`` (``theta + delta`` in the new run): each resource's free time
-  matches, and each done task with a not-done clean successor ends at a matching time.
+  matches, and each done task with a not-done clean successor (other than the early and
+  late boundary tasks) ends at a matching time.
 
 Why mirroring is then exact: the loop's next step depends only on the ready queue's
 least ``(ready, index)``, the free times of that task's resources and, for the tasks it
 releases, the ends of their predecessors -- all at or after ``theta``, where they are the
 base run's plus ``delta``. So each step is the base step plus ``delta``, and by induction
-so is every step until a dirty task is involved (a stop). Stopping early is always safe
+so is every step until a dirty task or one set apart is involved (a stop). (An early
+boundary task's base twin is a dirty base step, so the base run takes none of its
+successors before the stop either.) Stopping early is always safe
 (the loop just does more work); ``stop_after`` may do so at ties. With integer
 picoseconds, "plus delta" is exact, so the result equals the full run's bit for bit; the
 differential tests check that on random graphs and changes.
@@ -137,7 +147,8 @@ class _Run:
             o = by_name[(ng.names[a], b)]
             assert self.pairs_n2o.setdefault(a, o) == o, "a task name maps to two tasks"
         self.pairs_o2n = {o: n for n, o in self.pairs_n2o.items()}
-        self.pairs = list(self.pairs_n2o.items())
+        self.pair_new = np.fromiter(self.pairs_n2o.keys(), _I, len(self.pairs_n2o))
+        self.pair_pos = base.pos[np.fromiter(self.pairs_n2o.values(), _I, len(self.pairs_n2o))]
         self.old2new, self.new2old = old2new, new2old
         self.posold = np.where(self.clean, base.pos[new2old], -1)
         self.dirty_steps = np.flatnonzero(dirty_old[base.order])
@@ -157,10 +168,12 @@ class _Run:
         self.pending = ng.num_preds.copy()
         self.partial = np.zeros(n, dtype=_I)
         self.free = [0] * len(ng.resources)
-        self.heap = [(0, t) for t in np.flatnonzero(self.pending == 0).tolist()]
+        self.heap: list = []               # (before the first span: every source, below)
+        self.sources = np.flatnonzero(self.pending == 0)
         self.running: list = []
         self.pieces: list[np.ndarray] = []
         self.cc, self.mx = 0, -1
+        self.hold = -1                     # the loops try to align only past this base step
         self.loop_tasks = self.mirrored = self.segments = 0
         self.changed = len(changed)
 
@@ -206,8 +219,17 @@ class _Run:
         free = np.array(self.free, dtype=_I)
         np.maximum.at(free, res, np.repeat(end[ids], rp[ids + 1] - rp[ids]))
         self.free = free.tolist()
-        new = np.unique(dst[(self.pending[dst] == 0) & (self.start[dst] < 0)])
-        heap = [(r, t) for r, t in self.heap if self.start[t] < 0]
+        is_new = np.zeros(g.num_tasks, dtype=bool)
+        is_new[dst[(self.pending[dst] == 0) & (self.start[dst] < 0)]] = True
+        if self.sources is not None:         # the first span: the queue held every source
+            waiting = self.sources[self.start[self.sources] < 0]
+            heap = list(zip([0] * len(waiting), waiting.tolist()))
+            self.sources = None
+        else:
+            queued = np.array(self.heap, dtype=_I).reshape(-1, 2)
+            keep = queued[self.start[queued[:, 1]] < 0]
+            heap = list(zip(keep[:, 0].tolist(), keep[:, 1].tolist()))
+        new = np.flatnonzero(is_new)
         heap += zip(self.partial[new].tolist(), new.tolist())
         heapq.heapify(heap)
         self.heap = heap
@@ -226,46 +248,49 @@ class _Run:
             self.pieces.append(ids)
             self.loop_tasks += len(seg)
 
-    def try_align(self, cc: int, mx: int) -> Optional[tuple[int, int, int]]:
-        """``(j', delta, stop)`` if the new run is aligned with base step ``j'`` and the
-        mirrored span would be at least ``min_span`` steps; else None."""
+    def try_align(self, cc: int) -> Optional[tuple[int, int, int]]:
+        """``(j', delta, stop)`` if the new run, whose clean tasks done are the base run's
+        first ``cc``, is aligned with base step ``j'`` and the mirrored span would be at
+        least ``min_span`` steps; else None."""
         b, end_of, clean = self.base, self.end_of, self.clean
         heap, free, running = self.heap, self.free, self.running
-        lo, hi = mx + 1, int(self.kth[cc + 1])
-        for dn, do in self.pairs:
-            p = int(b.pos[do])
-            done = end_of(dn) >= 0
-            if p < lo or p >= hi:
-                if done != (p < lo):
-                    return None
-            elif done:
-                lo = max(lo, p + 1)
-            else:
-                hi = min(hi, p)
-            if lo > hi:
-                return None
-        jp = hi
-        if jp >= len(b.order) or not self.clean_old[b.order[jp]]:
+        # j' is the step of the next clean base task: the base steps before it that the
+        # new run has not matched are dirty, and count as done in the base run.
+        jp = int(self.kth[cc + 1])
+        if jp >= len(b.order) or not heap:
             return None
+        # Aligned, the base task due at j' is the new run's least ready task (clean tasks
+        # keep their relative index order): a cheap test that most attempts fail.
+        n0 = int(self.old2new[b.order[jp]])
+        if heap[0][1] != n0:
+            return None
+        ends = self.ends()
+        # Boundary pairs done in one run only. Clean successors of the *early* ones (done
+        # in the new run only) may become ready in the new run only: they are stop
+        # candidates, like dirty tasks. Those of the *late* ones (done in the base run
+        # only) wait in the new run only: the mirror ends before the base run takes one.
+        done_new = ends[self.pair_new] >= 0
+        done_old = self.pair_pos < jp
+        early = self.pair_new[done_new & ~done_old]
+        late = self.pair_new[~done_new & done_old]
+        displaced = self.waiting_successors(early, ends)
+        cap = int(self.posold[self.waiting_successors(late, ends)].min(initial=len(b.order)))
         # The shift, read off the clean ready tasks (that they all agree is implied by the
         # in-flight checks below; checking it here is a cheap early exit).
-        delta = None
-        ready_old = b.timeline.ready_ps
-        for r, h in heap:
-            if clean[h]:
-                d = r - int(ready_old[self.new2old[h]])
-                if delta is None:
-                    delta = d
-                elif d != delta:
-                    return None
-        if delta is None:
+        queued = np.array(heap, dtype=_I).reshape(-1, 2)
+        hr, ht = queued[:, 0], queued[:, 1]
+        like_dirty = ~clean[ht]
+        like_dirty[np.isin(ht, displaced)] = True
+        shifts = hr[~like_dirty] - b.timeline.ready_ps[self.new2old[ht[~like_dirty]]]
+        if not len(shifts) or (shifts != shifts[0]).any():
             return None
+        delta = int(shifts[0])
+        early, late = set(early.tolist()), set(late.tolist())
         theta_old = int(b.ready_seq[jp])
         theta = theta_old + delta
-        n0 = int(self.old2new[b.order[jp]])
-        for r, h in heap:           # a dirty task due first: stop_after would say stop == jp
-            if not clean[h] and (r < theta or (r == theta and h < n0)):
-                return None
+        hd, td = hr[like_dirty], ht[like_dirty]     # one due first: stop_after says stop == jp
+        if ((hd < theta) | ((hd == theta) & (td < n0))).any():
+            return None
         for q in range(len(free)):
             if max(free[q], theta) != max(b.free_at(q, jp), theta_old) + delta:
                 return None
@@ -277,29 +302,43 @@ class _Run:
             heapq.heappop(running)
         end_old = b.timeline.end_ps
         for e, dn in running:
-            if e > theta:
+            if e > theta and dn not in early:
                 do = int(self.new2old[dn]) if clean[dn] else self.pairs_n2o.get(dn)
                 if self.feeds_clean(dn) and (do is None or
                                               max(int(end_old[do]), theta_old) + delta != e):
                     return None
         for do in b.order[:jp][b.end_seq[:jp] > theta_old].tolist():
             dn = int(self.old2new[do]) if self.clean_old[do] else self.pairs_o2n.get(do)
-            if dn is not None and self.feeds_clean(dn) and \
+            if dn is not None and dn not in late and self.feeds_clean(dn) and \
                     max(end_of(dn), theta) != int(end_old[do]) + delta:
                 return None
-        stop = self.stop_after(jp, delta)
-        return (jp, delta, stop) if stop - jp >= self.min_span else None
+        stop = self.stop_after(jp, delta, displaced, cap, ends)
+        if stop - jp < self.min_span:
+            self.hold = stop        # (what stops it is likely still there until then)
+            return None
+        return jp, delta, stop
 
     def feeds_clean(self, t: int) -> bool:
         """Whether task ``t`` (new graph) has a clean successor not yet done."""
         sp, si = self.g.succ
         return any(self.clean[v] and self.end_of(v) < 0 for v in si[sp[t]:sp[t + 1]].tolist())
 
-    def stop_after(self, jp: int, delta: int) -> int:
+    def waiting_successors(self, tasks: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The clean successors not yet done of ``tasks`` (new graph), given every
+        task's end so far (-1: not done)."""
+        if not len(tasks):
+            return tasks
+        sp, si = self.g.succ
+        succ = si[_ranges(sp[tasks], sp[tasks + 1] - sp[tasks])]
+        return np.unique(succ[self.clean[succ] & (ends[succ] < 0)])
+
+    def stop_after(self, jp: int, delta: int, displaced: Optional[np.ndarray] = None,
+                   cap: Optional[int] = None, ends: Optional[np.ndarray] = None) -> int:
         """The first base step at or after ``jp`` that cannot be mirrored (see module doc).
 
-        That is the first dirty base step, or earlier the step before which a dirty task
-        not yet done would go: one whose predecessors are all done, or clean and due in
+        That is the first dirty base step (or ``cap``, if less), or earlier the step before
+        which a dirty task not yet done, or one of ``displaced`` (clean tasks set apart),
+        would go: one whose predecessors are all done, or clean and due in
         the mirrored span (then their ends are the base's plus ``delta``), goes before the
         first base step with a larger ``(ready, index)`` key, at or after its last clean
         predecessor's step. Vectorized over the dirty tasks: the span's bound only
@@ -309,8 +348,12 @@ class _Run:
         b, posold = self.base, self.posold
         i = int(np.searchsorted(self.dirty_steps, jp))
         best = int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(b.order)
-        ends = self.ends()
+        if cap is not None:
+            best = min(best, cap)
+        ends = self.ends() if ends is None else ends
         todo = self.dirty_todo = self.dirty_todo[ends[self.dirty_todo] < 0]
+        if displaced is not None and len(displaced):
+            todo = np.concatenate([todo, displaced])
         if not len(todo) or jp >= best:
             return best
         pp, pi = self.g.pred

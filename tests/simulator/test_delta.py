@@ -245,3 +245,37 @@ def test_simulate_full_can_join_the_window():
     assert sim.simulate(v) is full
     v[2] = 0
     assert sim.simulate(v).stats.changed_keys == 1
+
+
+def _moved_early(key, version):
+    """Key A's task A/x runs on its own resource, after the 40-task chain C (version 0) or
+    at once (version 1); D/b waits for A/x and the chain's end. A/x is a boundary task
+    (dirty, with a clean successor) that one run does at its start and the other at its
+    end: as where a rebuild moves a tensor's producer from backward to forward."""
+    f = Fragment(["compute:0", "nic:m0"])
+    if key == "A":
+        f.add_task("A/x", "collective", "nic:m0", 3 * US)
+        if version == 0:
+            f.add_dependency("C/c39", "A/x")
+    elif key == "C":
+        for i in range(40):
+            f.add_task(f"C/c{i}", "compute", "compute:0", 2 * US)
+            if i:
+                f.add_dependency(f"C/c{i - 1}", f"C/c{i}")
+    else:
+        f.add_task("D/b", "compute", "compute:0", 1 * US)
+        f.add_dependency("A/x", "D/b")
+        f.add_dependency("C/c39", "D/b")
+    return f
+
+
+@pytest.mark.parametrize("base,new", [(0, 1), (1, 0)])
+def test_a_boundary_task_done_in_one_run_only_does_not_block_realignment(base, new):
+    # The chain is the same in both runs (shift 0), though A/x is done in one run only
+    # for most of it: the delta copies the chain instead of looping over it.
+    sim = DeltaSimulator(list("ACD"), _moved_early, ["compute:0", "nic:m0"], min_span=4)
+    sim.simulate([base, 0, 0])
+    t = sim.simulate([new, 0, 0])
+    _assert_same(t, sim.simulate_full([new, 0, 0]))
+    assert t.stats.mode == "delta"
+    assert t.stats.mirrored_tasks >= 30, t.stats
