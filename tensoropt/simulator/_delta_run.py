@@ -264,6 +264,12 @@ class _Run:
         n0 = int(self.old2new[b.order[jp]])
         if heap[0][1] != n0:
             return None
+        theta_old = int(b.ready_seq[jp])
+        theta = heap[0][0]
+        delta = theta - theta_old
+        for q in range(len(free)):
+            if max(free[q], theta) != max(b.free_at(q, jp), theta_old) + delta:
+                return None
         ends = self.ends()
         # Boundary pairs done in one run only. Clean successors of the *early* ones (done
         # in the new run only) may become ready in the new run only: they are stop
@@ -275,28 +281,19 @@ class _Run:
         late = self.pair_new[~done_new & done_old]
         displaced = self.waiting_successors(early, ends)
         cap = int(self.posold[self.waiting_successors(late, ends)].min(initial=len(b.order)))
-        # The shift, read off the clean ready tasks (that they all agree is implied by the
-        # in-flight checks below; checking it here is a cheap early exit).
+        # Every clean ready task is shifted by delta (the shift of the base task due at
+        # j', which is clean and not set apart: its base predecessors are all done).
         queued = np.array(heap, dtype=_I).reshape(-1, 2)
         hr, ht = queued[:, 0], queued[:, 1]
         like_dirty = ~clean[ht]
         like_dirty[np.isin(ht, displaced)] = True
-        shifts = hr[~like_dirty] - b.timeline.ready_ps[self.new2old[ht[~like_dirty]]]
-        if not len(shifts) or (shifts != shifts[0]).any():
+        if (hr[~like_dirty] - b.timeline.ready_ps[self.new2old[ht[~like_dirty]]] != delta).any():
             return None
-        delta = int(shifts[0])
         early, late = set(early.tolist()), set(late.tolist())
-        theta_old = int(b.ready_seq[jp])
-        theta = theta_old + delta
         hd, td = hr[like_dirty], ht[like_dirty]     # one due first: stop_after says stop == jp
         if ((hd < theta) | ((hd == theta) & (td < n0))).any():
             return None
-        for q in range(len(free)):
-            if max(free[q], theta) != max(b.free_at(q, jp), theta_old) + delta:
-                return None
-        hmin = heap[0][0]           # base step jp's task is clean and ready: hmin == theta
-        if hmin != theta:
-            return None
+        hmin = theta
         # Done tasks still running past theta (either run): their ends must match.
         while running and running[0][0] <= hmin:
             heapq.heappop(running)

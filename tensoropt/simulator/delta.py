@@ -85,7 +85,7 @@ class DeltaSimulator:
     """
 
     def __init__(self, keys: Sequence[Hashable], build: Callable[[Hashable, int], Fragment],
-                 resources: Iterable[str], *, window: int = 8, min_span: int = 128,
+                 resources: Iterable[str], *, window: int = 8, min_span: int = 64,
                  dense_after: Optional[int] = None) -> None:
         keys = list(keys)
         if len(set(keys)) != len(keys):
