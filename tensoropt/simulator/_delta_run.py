@@ -264,6 +264,10 @@ class _Run:
         n0 = int(self.old2new[b.order[jp]])
         if heap[0][1] != n0:
             return None
+        i = int(np.searchsorted(self.dirty_steps, jp))    # the span ends at the next dirty
+        if i < len(self.dirty_steps) and self.dirty_steps[i] - jp < self.min_span:  # base step
+            self.hold = int(self.dirty_steps[i])
+            return None
         theta_old = int(b.ready_seq[jp])
         theta = heap[0][0]
         delta = theta - theta_old
