@@ -66,8 +66,11 @@ def print_frontier(r: dict[str, Any]) -> bool:
           f"in {r['check_s']:.1f} s wall")
     print(f"  tasks per plan      {tasks:,.0f}")
     print(f"  full  per plan      {c.full_s_per_plan:.4f} s wall")
-    print(f"  delta per plan      {c.delta_s_per_plan:.4f} s wall")
-    print(f"  speed-up            {c.delta_speedup:.2f}x (target >= 2x)")
+    if c.delta_s_per_plan:
+        print(f"  delta per plan      {c.delta_s_per_plan:.4f} s wall")
+        print(f"  speed-up            {c.delta_speedup:.2f}x (target >= 2x)")
+    else:
+        print("  delta per plan      n/a (one plan checked: nothing to delta from)")
     ok = not c.delta_mismatches
     print(f"  {'PASS' if ok else 'FAIL'}  delta == full on {c.verified - len(c.delta_mismatches)}"
           f"/{c.verified} verified plans")

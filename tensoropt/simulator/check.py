@@ -95,7 +95,11 @@ class FrontierCheck:
 
     @property
     def delta_speedup(self) -> float:
-        return self.full_s_per_plan / self.delta_s_per_plan if self.delta_s_per_plan else 0.0
+        """Full over delta seconds per plan; NaN when there is no figure (a frontier of one
+        plan has nothing to delta from, or no plan was verified in full)."""
+        if not self.delta_s_per_plan or not self.full_s_per_plan:
+            return float("nan")
+        return self.full_s_per_plan / self.delta_s_per_plan
 
     @property
     def frontier_rows(self) -> tuple[CheckRow, ...]:
@@ -121,7 +125,7 @@ class FrontierCheck:
                 "memory_limit_bytes": self.memory_limit_bytes, "verified_delta_plans": self.verified,
                 "delta_mismatches": list(self.delta_mismatches),
                 "full_s_per_plan": self.full_s_per_plan, "delta_s_per_plan": self.delta_s_per_plan,
-                "delta_speedup": self.delta_speedup,
+                "delta_speedup": num(self.delta_speedup),
                 "collective_order": self.options.collective_order, "ranks": self.options.ranks}
 
     def table(self) -> str:

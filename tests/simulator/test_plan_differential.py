@@ -154,7 +154,21 @@ def test_check_frontier_matches_brute_force():
     assert check.regret == pytest.approx(sim_t[mini] / sim_t[best] - 1)
     d = check.to_dict()
     assert {"kendall_tau_time", "kendall_tau_memory", "dominated", "regret"} <= set(d)
-    json.dumps(d)
+    assert check.delta_speedup == pytest.approx(check.full_s_per_plan / check.delta_s_per_plan)
+    json.dumps(d, allow_nan=False)
+
+
+def test_one_checked_plan_has_no_delta_speed_up():
+    # Nothing to delta from: the speed-up is not a figure (n/a; null in JSON), not 0x.
+    graph, model, result = plan_models.parity_search("mlp")
+    last = len(result.plans) - 1                      # the mini_time plan without a limit
+    check = check_frontier(result, plan_models.cluster(4), only=[last], verify_every=1)
+    assert [r.index for r in check.rows] == [last, -1] and check.delta_s_per_plan == 0.0
+    assert np.isnan(check.delta_speedup)
+    assert "delta n/ax" in check.summary_lines()[0]
+    d = check.to_dict()
+    assert d["delta_speedup"] is None
+    json.dumps(d, allow_nan=False)
 
 
 def test_a_budget_keeps_both_ends_the_turning_point_and_mini_time():
