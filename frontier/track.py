@@ -84,8 +84,9 @@ def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
     if not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be a positive int; got {threads!r}")
     if epsilon is not None and not (isinstance(epsilon, (int, float)) and 0 < epsilon < 1):
-        raise ValueError(f"epsilon must be None (exact) or a float in (0, 1); got "
-                         f"{epsilon!r}")
+        raise ValueError(f"epsilon must be None or a float in (0, 1), e.g. 0.05; got "
+                         f"{epsilon!r} (for the exact frontier leave it out: None, or no "
+                         "--epsilon on the command line)")
     if max_candidates is not None and not (isinstance(max_candidates, (int, np.integer))
                                            and max_candidates >= 1):
         raise ValueError(f"max_candidates must be None (no cap) or a positive int, e.g. "

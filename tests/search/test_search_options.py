@@ -114,6 +114,8 @@ def test_epsilon_plans_are_within_their_guarantee():
     assert approx.chosen.time_s <= (1 + eps) * exact.chosen.time_s
     with pytest.raises(ValueError, match="epsilon"):
         to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=1.5)
+    with pytest.raises(ValueError, match=r"got 0\.0 \(for the exact frontier leave it out"):
+        to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=0.0)
 
 
 def test_max_candidates_thins_the_search_and_the_plan_says_so():
