@@ -264,9 +264,9 @@ class _Run:
         n0 = int(self.old2new[b.order[jp]])
         if heap[0][1] != n0:
             return None
-        i = int(np.searchsorted(self.dirty_steps, jp))    # the span ends at the next dirty
-        if i < len(self.dirty_steps) and self.dirty_steps[i] - jp < self.min_span:  # base step
-            self.hold = int(self.dirty_steps[i])
+        dirty_step = self.next_dirty_step(jp)        # the span ends there at the latest
+        if dirty_step - jp < self.min_span:
+            self.hold = dirty_step
             return None
         theta_old = int(b.ready_seq[jp])
         theta = heap[0][0]
@@ -293,24 +293,23 @@ class _Run:
         like_dirty[np.isin(ht, displaced)] = True
         if (hr[~like_dirty] - b.timeline.ready_ps[self.new2old[ht[~like_dirty]]] != delta).any():
             return None
-        early, late = set(early.tolist()), set(late.tolist())
         hd, td = hr[like_dirty], ht[like_dirty]     # one due first: stop_after says stop == jp
         if ((hd < theta) | ((hd == theta) & (td < n0))).any():
             return None
-        hmin = theta
         # Done tasks still running past theta (either run): their ends must match.
-        while running and running[0][0] <= hmin:
+        while running and running[0][0] <= theta:
             heapq.heappop(running)
         end_old = b.timeline.end_ps
+        early_set, late_set = set(early.tolist()), set(late.tolist())
         for e, dn in running:
-            if e > theta and dn not in early:
+            if e > theta and dn not in early_set:
                 do = int(self.new2old[dn]) if clean[dn] else self.pairs_n2o.get(dn)
                 if self.feeds_clean(dn) and (do is None or
                                               max(int(end_old[do]), theta_old) + delta != e):
                     return None
         for do in b.order[:jp][b.end_seq[:jp] > theta_old].tolist():
             dn = int(self.old2new[do]) if self.clean_old[do] else self.pairs_o2n.get(do)
-            if dn is not None and dn not in late and self.feeds_clean(dn) and \
+            if dn is not None and dn not in late_set and self.feeds_clean(dn) and \
                     max(end_of(dn), theta) != int(end_old[do]) + delta:
                 return None
         stop = self.stop_after(jp, delta, displaced, cap, ends)
@@ -323,6 +322,11 @@ class _Run:
         """Whether task ``t`` (new graph) has a clean successor not yet done."""
         sp, si = self.g.succ
         return any(self.clean[v] and self.end_of(v) < 0 for v in si[sp[t]:sp[t + 1]].tolist())
+
+    def next_dirty_step(self, jp: int) -> int:
+        """The first dirty base step at or after ``jp`` (the base run's length if none)."""
+        i = int(np.searchsorted(self.dirty_steps, jp))
+        return int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(self.base.order)
 
     def waiting_successors(self, tasks: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The clean successors not yet done of ``tasks`` (new graph), given every
@@ -347,8 +351,7 @@ class _Run:
         anyway, so taking every task against the first bound gives the same minimum.
         """
         b, posold = self.base, self.posold
-        i = int(np.searchsorted(self.dirty_steps, jp))
-        best = int(self.dirty_steps[i]) if i < len(self.dirty_steps) else len(b.order)
+        best = self.next_dirty_step(jp)
         if cap is not None:
             best = min(best, cap)
         ends = self.ends() if ends is None else ends
