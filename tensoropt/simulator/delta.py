@@ -15,6 +15,7 @@ Usage::
     t0 = sim.simulate([0, 0, 0])           # full: the window is empty
     t1 = sim.simulate([0, 2, 0])           # delta from t0: only op1 changed
     sim.simulate_full([0, 2, 0])           # the same timeline, computed from scratch
+    sim.last_seconds                       # (graph s, simulation s) of the last call
 
 The graph of a version vector ``v`` is the union, in key order, of ``build(key,
 v[key])`` for every key: its tasks are numbered key by key (so the engine's tie-break is
@@ -41,10 +42,17 @@ differs from ``v`` in the fewest keys (the most recent among equals) and simulat
 difference (see ``_delta_run``: it re-times from the first affected step, copies the
 unchanged parts of the base run with a time shift, and gives exactly what a full
 simulation gives). ``Timeline.stats`` says how much was simulated and how much copied.
+
+``simulate_full(v)`` is FlexFlow's full simulation (§5.2, Algorithm 1): it assembles the
+whole graph from the (cached) fragments, independently of any state, and runs the event
+loop over every task. So a delta checked against it also checks the splice. Each call
+sets ``last_seconds``: the wall seconds spent on the graph (assembled, or spliced from
+the base) and on the simulation (event loop, or delta run), to report them apart.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Hashable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -102,6 +110,7 @@ class DeltaSimulator:
         self._reg = Registry(keys, build, res)
         self.window, self.min_span = window, min_span
         self._states: list[_State] = []          # oldest first
+        self.last_seconds: tuple[float, float] = (0.0, 0.0)
 
     @property
     def keys(self) -> tuple[Hashable, ...]:
@@ -141,20 +150,24 @@ class DeltaSimulator:
         if dist == 0:
             self._states.remove(state)
             self._states.append(state)
+            self.last_seconds = (0.0, 0.0)
             return state.timeline
+        t0 = time.perf_counter()
         layout, changed = splice(state.layout, v, self._reg)
+        t1 = time.perf_counter()
         if layout.graph.num_tasks == 0 or state.timeline.graph.num_tasks == 0:
-            return self._remember(layout, simulate_compiled(layout.graph))
-        n = layout.graph.num_tasks
-        dense = max(1000, n // 10) if self.dense_after is None else self.dense_after
-        return self._remember(layout, delta_run(state.base, layout, changed, self.min_span,
-                                                dense))
+            timeline = simulate_compiled(layout.graph)
+        else:
+            n = layout.graph.num_tasks
+            dense = max(1000, n // 10) if self.dense_after is None else self.dense_after
+            timeline = delta_run(state.base, layout, changed, self.min_span, dense)
+        self.last_seconds = (t1 - t0, time.perf_counter() - t1)
+        return self._remember(layout, timeline)
 
     def simulate_full(self, versions: Sequence[int], *, remember: bool = False) -> Timeline:
         """The timeline of ``versions``' graph by a full simulation (the reference): the
-        event loop runs over every task. (The graph itself is spliced from the nearest
-        recent state's graph when there is one; it is the same graph either way.)
-        With ``remember``, the state joins the window."""
+        graph is assembled from scratch and the event loop runs over every task. With
+        ``remember``, the state joins the window."""
         layout, timeline = self._full(self._versions(versions))
         return self._remember(layout, timeline) if remember else timeline
 
@@ -187,10 +200,12 @@ class DeltaSimulator:
         return self._states[i], dist[i]
 
     def _full(self, v: np.ndarray) -> tuple[Layout, Timeline]:
-        state, _ = self._nearest(v)
-        old = state.layout if state is not None else empty_layout(len(self._reg.keys))
-        layout, _ = splice(old, v, self._reg)
-        return layout, simulate_compiled(layout.graph)
+        t0 = time.perf_counter()
+        layout, _ = splice(empty_layout(len(self._reg.keys)), v, self._reg)
+        t1 = time.perf_counter()
+        timeline = simulate_compiled(layout.graph)
+        self.last_seconds = (t1 - t0, time.perf_counter() - t1)
+        return layout, timeline
 
     def _remember(self, layout: Layout, timeline: Timeline) -> Timeline:
         self._states.append(_State(layout, timeline))

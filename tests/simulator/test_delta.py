@@ -86,6 +86,27 @@ def test_delta_equals_full_on_a_training_step_and_reuses_most_of_it():
     assert loop < 0.25 * total, "a one-op change should re-time a small part of the step"
 
 
+def test_a_full_simulation_assembles_its_graph_from_scratch(monkeypatch):
+    # The reference owes nothing to the window (so checking a delta against it checks the
+    # splice too), and both kinds of run say how long their graph took.
+    from tensoropt.simulator import delta as delta_module
+
+    spec = training_step(10, seed=1)
+    sim = DeltaSimulator(spec.keys, spec.build, spec.resources)
+    v = spec.random_versions(np.random.default_rng(0))
+    sim.simulate(v)
+    v[3] = (v[3] + 1) % spec.num_versions[3]
+    bases = []
+    real = delta_module.splice
+    monkeypatch.setattr(delta_module, "splice",
+                        lambda old, *a: bases.append(old.graph is None) or real(old, *a))
+    sim.simulate(v)
+    graph_s, sim_s = sim.last_seconds
+    assert bases == [False] and graph_s > 0 and sim_s > 0
+    sim.simulate_full(v)
+    assert bases == [False, True] and min(sim.last_seconds) > 0
+
+
 def test_the_nearest_recent_state_is_the_base():
     spec = random_fragments(7, n_keys=8)
     sim = DeltaSimulator(spec.keys, spec.build, spec.resources, window=2)

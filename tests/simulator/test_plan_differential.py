@@ -155,6 +155,14 @@ def test_check_frontier_matches_brute_force():
     d = check.to_dict()
     assert {"kendall_tau_time", "kendall_tau_memory", "dominated", "regret"} <= set(d)
     assert check.delta_speedup == pytest.approx(check.full_s_per_plan / check.delta_s_per_plan)
+    # Each side's graph seconds are part of its total; the other two figures follow.
+    fg, dg = check.full_graph_s_per_plan, check.delta_graph_s_per_plan
+    assert 0 < fg < check.full_s_per_plan and 0 < dg < check.delta_s_per_plan
+    assert check.simulation_speedup == pytest.approx(
+        (check.full_s_per_plan - fg) / (check.delta_s_per_plan - dg))
+    assert check.spliced_speedup == pytest.approx(
+        (dg + check.full_s_per_plan - fg) / check.delta_s_per_plan)
+    assert d["simulation_speedup"] == check.simulation_speedup
     json.dumps(d, allow_nan=False)
 
 
@@ -168,6 +176,7 @@ def test_one_checked_plan_has_no_delta_speed_up():
     assert "delta n/ax" in check.summary_lines()[0]
     d = check.to_dict()
     assert d["delta_speedup"] is None
+    assert d["simulation_speedup"] is None and d["spliced_speedup"] is None
     json.dumps(d, allow_nan=False)
 
 
