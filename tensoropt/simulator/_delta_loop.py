@@ -8,9 +8,8 @@ short a span. They end on an alignment (returned) or when the ready queue is emp
 (None).
 
 They run on the state the delta run keeps between loops (``run.heap``, ``run.pending``,
-``run.partial``, ``run.free``, ``run.running``: the ready queue, per-task predecessor
-counts and latest predecessor ends as numpy arrays, per-resource free times, and the
-done tasks that may still be running) and leave it up to date.
+``run.partial``, ``run.free``: the ready queue, per-task predecessor counts and latest
+predecessor ends as numpy arrays, and per-resource free times) and leave it up to date.
 
 - ``sparse_loop`` reads the graph's numpy arrays task by task (caching what it read in
   ``run.info``) and keeps the counts and times it changes in dicts, written back at the
@@ -52,7 +51,7 @@ def _write_back(arr: np.ndarray, changes: dict) -> None:
 def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
     """Runs the loop from the run's state in sparse mode (see module doc)."""
     g = run.g
-    heap, free, running = run.heap, run.free, run.running
+    heap, free = run.heap, run.free
     pend_np, part_np = run.pending, run.partial
     seg, seg_s, seg_r, seg_e = [], [], [], {}
     end_np = run.end
@@ -107,7 +106,6 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
             p = int(posold[t])
             if p > mx:
                 mx = p
-        push(running, (e, t))
         steps += 1
         if steps >= next_try and heap and kth[cc] == mx and kth[cc + 1] > run.hold:
             align = run.try_align(cc)
@@ -132,7 +130,7 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
                ) -> Optional[tuple[int, int, int]]:
     """Continues a sparse loop with Python lists."""
     dur, rp, ri, sp, si, _ = run.g.loop_lists
-    heap, free, running = run.heap, run.free, run.running
+    heap, free = run.heap, run.free
     pending, partial = run.pending.tolist(), run.partial.tolist()
     st, en, rd = run.start.tolist(), run.end.tolist(), run.ready.tolist()
     run.end_of = en.__getitem__
@@ -165,7 +163,6 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
             cc += 1
             if posold[t] > mx:
                 mx = posold[t]
-        push(running, (e, t))
         steps += 1
         if steps >= next_try and heap and kth[cc] == mx and kth[cc + 1] > run.hold:
             align = run.try_align(cc)

@@ -170,7 +170,6 @@ class _Run:
         self.free = [0] * len(ng.resources)
         self.heap: list = []               # (before the first span: every source, below)
         self.sources = np.flatnonzero(self.pending == 0)
-        self.running: list = []
         self.pieces: list[np.ndarray] = []
         self.cc, self.mx = 0, -1
         self.hold = -1                     # the loops try to align only past this base step
@@ -233,10 +232,6 @@ class _Run:
         heap += zip(self.partial[new].tolist(), new.tolist())
         heapq.heapify(heap)
         self.heap = heap
-        if heap:                    # (no ready task left: the loop will end at once)
-            fly = ids[end[ids] > heap[0][0]]
-            self.running += zip(end[fly].tolist(), fly.tolist())
-            heapq.heapify(self.running)
 
     def record(self, seg: list, starts: list, ends: list, readies: list) -> None:
         """Stores a loop run's tasks (in the order taken) and their times."""
@@ -253,7 +248,7 @@ class _Run:
         first ``cc``, is aligned with base step ``j'`` and the mirrored span would be at
         least ``min_span`` steps; else None."""
         b, end_of, clean = self.base, self.end_of, self.clean
-        heap, free, running = self.heap, self.free, self.running
+        heap, free = self.heap, self.free
         # j' is the step of the next clean base task: the base steps before it that the
         # new run has not matched are dirty, and count as done in the base run.
         jp = int(self.kth[cc + 1])
@@ -290,19 +285,21 @@ class _Run:
         queued = np.array(heap, dtype=_I).reshape(-1, 2)
         hr, ht = queued[:, 0], queued[:, 1]
         like_dirty = ~clean[ht]
-        like_dirty[np.isin(ht, displaced)] = True
+        if len(displaced):
+            set_apart = np.zeros(len(clean), dtype=bool)
+            set_apart[displaced] = True
+            like_dirty |= set_apart[ht]
         if (hr[~like_dirty] - b.timeline.ready_ps[self.new2old[ht[~like_dirty]]] != delta).any():
             return None
         hd, td = hr[like_dirty], ht[like_dirty]     # one due first: stop_after says stop == jp
         if ((hd < theta) | ((hd == theta) & (td < n0))).any():
             return None
         # Done tasks still running past theta (either run): their ends must match.
-        while running and running[0][0] <= theta:
-            heapq.heappop(running)
         end_old = b.timeline.end_ps
         early_set, late_set = set(early.tolist()), set(late.tolist())
-        for e, dn in running:
-            if e > theta and dn not in early_set:
+        running = np.flatnonzero(ends > theta)
+        for dn, e in zip(running.tolist(), ends[running].tolist()):
+            if dn not in early_set:
                 do = int(self.new2old[dn]) if clean[dn] else self.pairs_n2o.get(dn)
                 if self.feeds_clean(dn) and (do is None or
                                               max(int(end_old[do]), theta_old) + delta != e):
@@ -330,12 +327,12 @@ class _Run:
 
     def waiting_successors(self, tasks: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The clean successors not yet done of ``tasks`` (new graph), given every
-        task's end so far (-1: not done)."""
+        task's end so far (-1: not done); a task may be listed more than once."""
         if not len(tasks):
             return tasks
         sp, si = self.g.succ
         succ = si[_ranges(sp[tasks], sp[tasks + 1] - sp[tasks])]
-        return np.unique(succ[self.clean[succ] & (ends[succ] < 0)])
+        return succ[self.clean[succ] & (ends[succ] < 0)]
 
     def stop_after(self, jp: int, delta: int, displaced: Optional[np.ndarray] = None,
                    cap: Optional[int] = None, ends: Optional[np.ndarray] = None) -> int:
@@ -383,14 +380,19 @@ class _Run:
         # with the step), not before rstep, and best at most
         p0 = np.clip(np.searchsorted(b.ready_seq, ready - delta), rstep, best)
         # passing the equal-ready steps that go first only lengthens the span (stopping
-        # earlier is always safe)
-        for k in np.flatnonzero((p0 < best) & (b.ready_seq[np.minimum(p0, len(b.order) - 1)] + delta
-                                                == ready)).tolist():
+        # earlier is always safe); such a task goes at p0 or later, so the ties are taken
+        # by p0 and only while p0 is less than the least stop so far
+        tie = (p0 < best) & (b.ready_seq[np.minimum(p0, len(b.order) - 1)] + delta == ready)
+        stop = min(best, int(p0[~tie].min(initial=best)))
+        ties = np.flatnonzero(tie)
+        for k in ties[np.argsort(p0[ties], kind="stable")].tolist():
             q, x, r = int(p0[k]), int(todo[k]), int(ready[k])
-            hi = min(best, int(np.searchsorted(b.ready_seq, r - delta, side="right")))
+            if q >= stop:
+                break
+            hi = min(stop, int(np.searchsorted(b.ready_seq, r - delta, side="right")))
             first = self.old2new[b.order[q:hi]] >= x          # the first step x goes before
-            p0[k] = q + int(first.argmax()) if first.any() else hi
-        return min(best, int(p0.min()))
+            stop = q + int(first.argmax()) if first.any() else hi
+        return stop
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
