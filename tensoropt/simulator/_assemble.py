@@ -76,12 +76,22 @@ class Registry:
         self.kind_names: list[str] = []
         self._kind_id: dict[str, int] = {}
         self._cache: dict[tuple[int, int], Template] = {}
+        self._local_maps: dict[tuple[int, int, int], np.ndarray] = {}
 
     def template(self, k: int, v: int) -> Template:
         t = self._cache.get((k, v))
         if t is None:
             t = self._cache[(k, v)] = self._compile(k, v)
         return t
+
+    def local_map(self, old: Template, new: Template) -> np.ndarray:
+        """Per task of ``old``, its local index in ``new`` (same key), -1 if it is gone."""
+        sig = (old.key, old.version, new.version)
+        m = self._local_maps.get(sig)
+        if m is None:
+            m = self._local_maps[sig] = np.array([new.index.get(n, -1) for n in old.names],
+                                                 dtype=_I)
+        return m
 
     def external_rows(self, t: Template, templates: list, versions: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -197,20 +207,23 @@ def empty_layout(num_keys: int) -> Layout:
                   np.zeros((0, 5), dtype=_I), np.zeros((0, 4), dtype=_I), None)
 
 
-def _remap(refs: np.ndarray, kcol: int, lcol: int, k: int, table: np.ndarray,
-           old_t: Template, reg: Registry, owner_col: int) -> None:
-    m = refs[:, kcol] == k
-    if not m.any():
+def _remap(refs: np.ndarray, kcol: int, lcol: int, offset: np.ndarray, table: np.ndarray,
+           old: Layout, reg: Registry, owner_col: int) -> None:
+    """Re-resolves, in place, the references in columns ``(kcol, lcol)`` that point into a
+    changed key: ``table[offset[key] + old local index]`` is the new local index (-1: the
+    name is gone), for every key with ``offset[key] >= 0``."""
+    rows = np.flatnonzero(offset[refs[:, kcol]] >= 0)
+    if not len(rows):
         return
-    loc = table[refs[m, lcol]]
+    loc = table[offset[refs[rows, kcol]] + refs[rows, lcol]]
     if (loc < 0).any():
-        bad = int(np.flatnonzero(loc < 0)[0])
-        row = refs[m][bad]
-        name = old_t.names[row[lcol]]
+        row = refs[rows[int(np.flatnonzero(loc < 0)[0])]]
+        k = int(row[kcol])
+        name = old.templates[k].names[row[lcol]]
         raise ValueError(f"task {name!r}, referenced by the fragment of key "
                          f"{reg.keys[row[owner_col]]!r}, is missing: key {reg.keys[k]!r} "
                          "no longer defines it at its new version")
-    refs[np.flatnonzero(m), lcol] = loc
+    refs[rows, lcol] = loc
 
 
 _FIELDS = ("names", "meta", "kind_id", "rank", "duration_ps", "res_count", "res_idx",
@@ -234,6 +247,8 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
         templates[k] = t
     full = old.graph is None
     ch = np.array(changed, dtype=_I)
+    is_changed = np.zeros(len(templates), dtype=bool)
+    is_changed[ch] = True
 
     # The changed templates' fields, one list per field (a single pass over them).
     fields = dict(zip(_FIELDS, map(list, zip(*map(_get_fields, new_t))))) if new_t else \
@@ -273,26 +288,52 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
             out += x                        # tuple concatenation: one copy per piece
         return out
 
-    def cat(old_arr, st, attr) -> np.ndarray:
-        return _concat(parts(old_arr, st, attr))
+    # Per kind of row (tasks, buffers, resource uses): where each new row comes from --
+    # the old array (rows of unchanged keys) or, in key order, the changed fragments.
+    starts_of = {"task": (ts, task_start), "buf": (bs, buf_start), "res": (rs, res_start)}
+    sources: dict = {}
+
+    def source(rows: str) -> tuple[np.ndarray, np.ndarray]:
+        got = sources.get(rows)
+        if got is None:
+            st, nst = starts_of[rows]
+            key = np.repeat(np.arange(len(templates), dtype=_I), np.diff(nst))
+            from_new = is_changed[key]
+            kept = np.flatnonzero(~from_new)
+            got = sources[rows] = (from_new, st[key[kept]] + kept - nst[key[kept]])
+        return got
+
+    def cat(old_arr, rows: str, attr) -> np.ndarray:
+        if full:
+            return _concat(fields[attr])
+        from_new, old_rows = source(rows)
+        out = np.empty(len(from_new), dtype=_I)
+        out[from_new] = _concat(fields[attr])
+        out[~from_new] = old_arr[old_rows]
+        return out
 
     og = g if g is not None else _EMPTY
     names = tup(og.names, ts, "names")
     res_ptr = np.zeros(len(names) + 1, dtype=_I)
-    np.cumsum(cat(np.diff(og.res_ptr), ts, "res_count"), out=res_ptr[1:])
+    np.cumsum(cat(np.diff(og.res_ptr), "task", "res_count"), out=res_ptr[1:])
 
     # References: drop the changed keys' own, re-resolve others' pointing into them,
     # then add the changed keys' new ones.
     edges = old.edges[~np.isin(old.edges[:, 0], ch)]
     frees = old.frees[~np.isin(old.frees[:, 0], ch)]
-    for k, t in zip(changed, new_t):
-        ot = old.templates[k]
-        if ot is None:
-            continue
-        table = np.array([t.index.get(nm, -1) for nm in ot.names], dtype=_I)
-        _remap(edges, 1, 2, k, table, ot, reg, 0)
-        _remap(edges, 3, 4, k, table, ot, reg, 0)
-        _remap(frees, 2, 3, k, table, ot, reg, 0)
+    if not full:
+        offset = np.full(len(templates), -1, dtype=_I)
+        tables, at = [], 0
+        for k, t in zip(changed, new_t):
+            ot = old.templates[k]
+            if ot is not None:
+                offset[k] = at
+                tables.append(reg.local_map(ot, t))
+                at += len(ot.names)
+        table = _concat(tables)
+        _remap(edges, 1, 2, offset, table, old, reg, 0)
+        _remap(edges, 3, 4, offset, table, old, reg, 0)
+        _remap(frees, 2, 3, offset, table, old, reg, 0)
     edge_parts, free_parts = [edges], [frees]
     for t in new_t:
         ext_e, ext_f = reg.external_rows(t, templates, versions)
@@ -301,20 +342,20 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
     edges, frees = np.concatenate(edge_parts), np.concatenate(free_parts)
 
     owner_of_buf = np.repeat(np.arange(len(templates), dtype=_I), np.diff(buf_start))
-    alloc_loc = cat(_local_alloc(og, old), bs, "buf_alloc")
+    alloc_loc = cat(_local_alloc(og, old), "buf", "buf_alloc")
     alloc = np.where(alloc_loc >= 0, task_start[owner_of_buf] + alloc_loc, -1)
     fptr, fidx = _csr_local(buf_start[frees[:, 0]] + frees[:, 1],
                             task_start[frees[:, 2]] + frees[:, 3], int(buf_start[-1]))
     ob = og.buffers
     buffers = BufferTable(
-        names=tup(ob.names, bs, "buf_names"), size_bytes=cat(ob.size_bytes, bs, "buf_bytes"),
-        why=tup(ob.why, bs, "buf_why"), rank=cat(ob.rank, bs, "buf_rank"), alloc=alloc,
+        names=tup(ob.names, bs, "buf_names"), size_bytes=cat(ob.size_bytes, "buf", "buf_bytes"),
+        why=tup(ob.why, bs, "buf_why"), rank=cat(ob.rank, "buf", "buf_rank"), alloc=alloc,
         free_ptr=fptr, free_idx=fidx)
     cg = CompiledGraph(
         resources=reg.resources, names=names, kind_names=tuple(reg.kind_names),
-        kind_id=cat(og.kind_id, ts, "kind_id"), rank=cat(og.rank, ts, "rank"),
-        duration_ps=cat(og.duration_ps, ts, "duration_ps"), res_ptr=res_ptr,
-        res_idx=cat(og.res_idx, rs, "res_idx"), edge_src=task_start[edges[:, 1]] + edges[:, 2],
+        kind_id=cat(og.kind_id, "task", "kind_id"), rank=cat(og.rank, "task", "rank"),
+        duration_ps=cat(og.duration_ps, "task", "duration_ps"), res_ptr=res_ptr,
+        res_idx=cat(og.res_idx, "res", "res_idx"), edge_src=task_start[edges[:, 1]] + edges[:, 2],
         edge_dst=task_start[edges[:, 3]] + edges[:, 4], meta=tup(og.meta, ts, "meta"),
         buffers=buffers)
     return Layout(versions.copy(), templates, task_start, buf_start, res_start, edges, frees,
