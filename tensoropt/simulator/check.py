@@ -30,7 +30,9 @@ What it does:
   task; a delta one splices the changed fragments into its base's graph and re-times
   what changed. Each side's graph seconds are kept apart too, so the check also reports
   the speed-up of the simulation alone (event loop vs delta run) and the one against a
-  full event loop on the spliced graph (both sides then share the splice).
+  full event loop on the spliced graph (both sides then share the splice). The plan's
+  fragments (its tasks per op and edge, from the cost model; cached per version) are
+  built before either is timed.
 - **Per plan**: estimated vs simulated time and peak memory, exposed network time.
 - **Overall**: Kendall tau-b between the estimated and the simulated values, for time
   and memory (``order_stats.kendall_tau_b``); adjacent inversions (positions where the
@@ -268,6 +270,7 @@ def check_frontier(search_result, cluster, *, memory_limit: Optional[float] = No
             dp_configs = [space.config_index(op, c) for op, c in data_parallel_configs(space).items()]
             v = sim.choice_versions(space, dp_configs, [-1] * n_edges)
             est_m, est_t = dp.memory_bytes, dp.time_s
+        sim.delta.prepare(v)                       # fragments built before either is timed
         full = None
         if i >= 0 and ((pos > 0 and pos % verify_every == 0) or pos == len(indices) - 1):
             t0 = time.perf_counter()

@@ -107,6 +107,19 @@ def test_a_full_simulation_assembles_its_graph_from_scratch(monkeypatch):
     assert bases == [False, True] and min(sim.last_seconds) > 0
 
 
+def test_prepare_builds_each_fragment_of_a_vector_once_before_any_run():
+    spec = training_step(10, seed=1)
+    calls = []
+    sim = DeltaSimulator(spec.keys, lambda k, x: calls.append((k, x)) or spec.build(k, x),
+                         spec.resources)
+    v = spec.random_versions(np.random.default_rng(2))
+    sim.prepare(v)
+    assert calls == list(zip(spec.keys, v.tolist()))
+    sim.simulate(v)
+    sim.simulate_full(v)
+    assert len(calls) == len(spec.keys)
+
+
 def test_the_nearest_recent_state_is_the_base():
     spec = random_fragments(7, n_keys=8)
     sim = DeltaSimulator(spec.keys, spec.build, spec.resources, window=2)
