@@ -148,25 +148,28 @@ def critical_path(t: Timeline) -> tuple[CriticalStep, ...]:
     prev = np.full(len(holder), -1, dtype=np.int64)
     same = g.res_idx[srt][1:] == g.res_idx[srt][:-1]
     prev[srt[1:][same]] = holder[srt[:-1][same]]
-    pptr, pidx = g.pred
-    end = t.end_ps
-    last = int(np.flatnonzero(end == end.max())[0])
-    steps, cur = [], last
+    # Walked one task at a time (as long as the chain), so on Python lists.
+    pptr, pidx = (a.tolist() for a in g.pred)
+    start, end, ready = t.start_ps.tolist(), t.end_ps.tolist(), t.ready_ps.tolist()
+    rptr, ridx, prev = g.res_ptr.tolist(), g.res_idx.tolist(), prev.tolist()
+    cur = int(np.flatnonzero(t.end_ps == t.end_ps.max())[0])
+    steps = []
     while True:
-        s = int(t.start_ps[cur])
-        preds = pidx[pptr[cur]:pptr[cur + 1]]
-        binding = preds[end[preds] == s] if s > 0 else preds[:0]
+        s = start[cur]
         nxt, why = -1, "start"
-        if len(binding) and int(t.ready_ps[cur]) == s:
-            nxt, why = int(binding.min()), "dependency"
-        elif s > 0:
-            for pair in range(int(g.res_ptr[cur]), int(g.res_ptr[cur + 1])):
-                p = int(prev[pair])
-                if p >= 0 and int(end[p]) == s:
-                    nxt, why = p, g.resources[g.res_idx[pair]]
-                    break
-        steps.append(CriticalStep(g.names[cur], g.kind(cur), s / PS_PER_S,
-                                  int(end[cur]) / PS_PER_S, why))
+        if s > 0:
+            if ready[cur] == s:
+                binding = [p for p in pidx[pptr[cur]:pptr[cur + 1]] if end[p] == s]
+                if binding:
+                    nxt, why = min(binding), "dependency"
+            if nxt < 0:
+                for pair in range(rptr[cur], rptr[cur + 1]):
+                    p = prev[pair]
+                    if p >= 0 and end[p] == s:
+                        nxt, why = p, g.resources[ridx[pair]]
+                        break
+        steps.append(CriticalStep(g.names[cur], g.kind(cur), s / PS_PER_S, end[cur] / PS_PER_S,
+                                  why))
         if nxt < 0:
             break
         cur = nxt
