@@ -12,8 +12,9 @@ peak memory. Then it checks, and prints PASS or FAIL for:
 - the frontier is non-empty and monotone (memory up, time strictly down);
 - its fastest point is no slower than data parallel;
 - its least-memory point needs less memory than data parallel;
-- with ``--fit-devices`` (8 for WideResNet and the Transformer, as the paper's Figure 8):
-  data parallel does not fit in 16 GB / 1.1, but some frontier plan does.
+- with ``--fit-devices`` (8 for WideResNet and the Transformer, as the paper's Figure 8,
+  when ``--models`` names them; ``--fit-models`` names others): data parallel does not
+  fit in 16 GB / 1.1, but some frontier plan does.
 
 Exits 1 if any check fails.
 """
@@ -98,7 +99,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tensoropt.bench frontiers")
     parser.add_argument("--models", default="paper_rnn,paper_vgg16,paper_wide_resnet,paper_transformer")
     parser.add_argument("--devices", type=int, default=16)
-    parser.add_argument("--fit-models", default="paper_wide_resnet,paper_transformer")
+    parser.add_argument("--fit-models", default=None,
+                        help="models for the --fit-devices check (default: WideResNet and "
+                             "the Transformer, those of them in --models; '' for none)")
     parser.add_argument("--fit-devices", type=int, default=8)
     parser.add_argument("--epsilon", type=float, default=None,
                         help="search epsilon-approximate frontiers (see frontier.track); "
@@ -119,7 +122,11 @@ def main(argv=None) -> int:
     ok = True
     for model in filter(None, args.models.split(",")):
         ok &= report(model, args.devices, search)
-    for model in filter(None, args.fit_models.split(",")):
+    fit_models = args.fit_models
+    if fit_models is None:
+        fit_models = ",".join(m for m in ("paper_wide_resnet", "paper_transformer")
+                              if m in args.models.split(","))
+    for model in filter(None, fit_models.split(",")):
         ok &= fits(model, args.fit_devices, search)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
