@@ -73,8 +73,17 @@ class AlphaBetaCost:
             return (g - 1) * alpha + (g - 1) / g * n * beta
         if step.kind == "alltoallv":
             m = max(alltoallv_recv_elements(step.src, step.dst, tuple(shape))) * itemsize
-            return 0.0 if m == 0 else (g - 1) * alpha + m * beta
+            return self.alltoallv_seconds(m, g)
         raise AssertionError(step.kind)
+
+    def alltoallv_seconds(self, max_recv_bytes: int, num_ranks: int) -> float:
+        """An alltoallv over ``num_ranks`` ranks whose busiest rank receives
+        ``max_recv_bytes``: what ``__call__`` gives such a step. A cost function with this
+        method lets ``conversion_times`` price every pair of layouts on two meshes at
+        once (``reschedule._times``)."""
+        if max_recv_bytes == 0:
+            return 0.0
+        return (num_ranks - 1) * self.alpha_s + max_recv_bytes * (1.0 / self.bandwidth_bytes_per_s)
 
 
 def alpha_beta_cost(alpha_s: float = 10e-6,

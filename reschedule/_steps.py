@@ -383,6 +383,9 @@ def _box_array(layout: Layout, shape: tuple[int, ...]) -> np.ndarray:
     return boxes
 
 
+BROADCAST_ELEMENTS = 1 << 22   # int64s per chunk of alltoallv_max_recv_matrix (32 MiB)
+
+
 @functools.lru_cache(maxsize=65536)
 def alltoallv_recv_elements(src: Layout, dst: Layout, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Per rank, elements of its ``dst`` block that it does not hold under ``src``."""
@@ -391,6 +394,30 @@ def alltoallv_recv_elements(src: Layout, dst: Layout, shape: tuple[int, ...]) ->
     held = np.prod(np.maximum(extent, 0), axis=1)
     wanted = np.prod(db[:, :, 1] - db[:, :, 0], axis=1)
     return tuple((wanted - held).tolist())
+
+
+def alltoallv_max_recv_matrix(srcs, dsts, shape: tuple[int, ...]) -> np.ndarray:
+    """``max(alltoallv_recv_elements(s, d, shape))`` for every pair, as an int64 array
+    [len(srcs), len(dsts)], in numpy (the largest receive is what an alltoallv's time
+    depends on). The same integers as the per-pair function; rows are taken in chunks
+    so that the broadcast [rows, dsts, ranks, dims] stays near ``BROADCAST_ELEMENTS``."""
+    if not srcs or not dsts:
+        return np.zeros((len(srcs), len(dsts)), dtype=np.int64)
+    sb = np.stack([_box_array(s, shape) for s in srcs])          # [A, rank, dim, (lo, hi)]
+    db = np.stack([_box_array(d, shape) for d in dsts])          # [B, rank, dim, (lo, hi)]
+    if sb.shape[1] != db.shape[1]:
+        raise ValueError(f"alltoallv: the source layouts have {sb.shape[1]} ranks and the "
+                         f"destinations {db.shape[1]}; an alltoallv needs as many on both.")
+    wanted = np.prod(db[:, :, :, 1] - db[:, :, :, 0], axis=2)     # [B, rank]
+    per_row = max(1, BROADCAST_ELEMENTS // max(1, db.shape[0] * db.shape[1] * max(1, db.shape[2])))
+    out = np.empty((len(srcs), len(dsts)), dtype=np.int64)
+    for r0 in range(0, len(srcs), per_row):
+        s = sb[r0:r0 + per_row, None]
+        extent = (np.minimum(s[..., 1], db[None, ..., 1])
+                  - np.maximum(s[..., 0], db[None, ..., 0]))     # [rows, B, rank, dim]
+        held = np.prod(np.maximum(extent, 0), axis=3)
+        out[r0:r0 + per_row] = (wanted[None] - held).max(axis=2)
+    return out
 
 
 @functools.lru_cache(maxsize=1024)

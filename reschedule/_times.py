@@ -30,7 +30,7 @@ from ._cost import CostFn
 from ._layout import Layout
 from ._planner import (NoConversionError, _checked, _checked_shape, _neighbors_cached, _reachable,
                        _tree, enumerate_layouts)
-from ._steps import Step
+from ._steps import Step, alltoallv_max_recv_matrix
 
 __all__ = ["conversion_times"]
 
@@ -116,10 +116,13 @@ def _layouts(mesh: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[Layou
 
 
 def _step_seconds(cost: CostFn, step: Step, shape: tuple[int, ...], itemsize: int) -> float:
-    w = cost(step, shape, itemsize)
+    return _checked_seconds(cost(step, shape, itemsize), f"step {step} ({step.src} -> {step.dst})")
+
+
+def _checked_seconds(w, what: str) -> float:
     if not (w >= 0):
-        raise ValueError(f"cost_fn returned {w!r} for step {step} ({step.src} -> {step.dst}); "
-                         f"costs must be seconds >= 0 (math.inf forbids).")
+        raise ValueError(f"cost_fn returned {w!r} for {what}; costs must be seconds >= 0 "
+                         f"(math.inf forbids).")
     return float(w)
 
 
@@ -129,8 +132,21 @@ def _alltoallv_seconds(mesh_a: tuple[int, ...], mesh_b: tuple[int, ...], shape: 
     """Seconds of the alltoallv from every layout on ``mesh_a`` to every one on ``mesh_b``."""
     layouts_a, _ = _layouts(mesh_a, shape)
     layouts_b, _ = _layouts(mesh_b, shape)
-    out = np.array([[_step_seconds(cost, Step.make_alltoallv(x, t), shape, itemsize)
-                     for t in layouts_b] for x in layouts_a], dtype=np.float64)
+    by_volume = getattr(cost, "alltoallv_seconds", None)
+    if by_volume is not None and layouts_a and layouts_b:
+        # The seconds depend only on the largest receive: price each distinct volume once.
+        if math.prod(mesh_a) != math.prod(mesh_b):
+            Step.make_alltoallv(layouts_a[0], layouts_b[0])     # raises, naming the meshes
+        recv = alltoallv_max_recv_matrix(layouts_a, layouts_b, shape) * itemsize
+        volumes, where = np.unique(recv, return_inverse=True)
+        g = math.prod(mesh_a)
+        seconds = np.array([_checked_seconds(by_volume(int(v), g), f"an alltoallv {mesh_a} -> "
+                                             f"{mesh_b} receiving {int(v)} bytes at most")
+                            for v in volumes], dtype=np.float64)
+        out = seconds[where.reshape(recv.shape)]
+    else:
+        out = np.array([[_step_seconds(cost, Step.make_alltoallv(x, t), shape, itemsize)
+                         for t in layouts_b] for x in layouts_a], dtype=np.float64)
     out.flags.writeable = False
     return out.reshape(len(layouts_a), len(layouts_b))
 

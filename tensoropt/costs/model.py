@@ -144,12 +144,18 @@ class StepCostFn:
             return 0.0
         if kind == "alltoallv":
             recv = max(alltoallv_recv_elements(step.src, step.dst, tuple(shape))) * itemsize
-            if recv == 0:
-                return 0.0
-            # priced as an all-to-all over every rank moving the largest receive volume
-            return self.collectives.time_s("alltoall", recv * g / max(g - 1, 1), g, 1)
+            return self.alltoallv_seconds(recv, g)
         nbytes = (step.dst if kind == "allgather" else step.src).local_bytes(shape, itemsize)
         return self.collectives.time_s(kind, nbytes, g, step.group_stride)
+
+    def alltoallv_seconds(self, max_recv_bytes: int, num_ranks: int) -> float:
+        """An alltoallv over ``num_ranks`` ranks whose busiest rank receives
+        ``max_recv_bytes``, priced as an all-to-all over every rank moving that volume
+        (``reschedule``'s vectorized pricing calls this once per distinct volume)."""
+        if max_recv_bytes == 0:
+            return 0.0
+        g = num_ranks
+        return self.collectives.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
 
     def __hash__(self) -> int:
         return id(self.collectives)

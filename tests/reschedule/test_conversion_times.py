@@ -48,3 +48,33 @@ def test_bad_shapes_and_rank_counts_are_named():
         conversion_times(Layout((4,), (0,)), [Layout((4,), (-1,))], (6,))
     with pytest.raises(ValueError, match="ranks don't match"):
         conversion_times(Layout((4,), (0,)), [Layout((2,), (0,))], (8,))
+
+
+@pytest.mark.parametrize("n,shape,chunk", [(4, (8,), 1 << 22), (8, (4, 8, 16), 1 << 22),
+                                           (16, (16, 8, 4), 1 << 22), (16, (16, 8), 64),
+                                           (4, (), 1 << 22)])
+def test_the_max_receive_matrix_is_the_per_pair_maximum(monkeypatch, n, shape, chunk):
+    from reschedule import _steps
+    monkeypatch.setattr(_steps, "BROADCAST_ELEMENTS", chunk)    # 64: one row per chunk
+    meshes = _meshes(n)
+    srcs = [lay for lay in enumerate_layouts(meshes[0], shape)]
+    dsts = [lay for mesh in meshes[1:] or meshes for lay in enumerate_layouts(mesh, shape)]
+    got = _steps.alltoallv_max_recv_matrix(srcs, dsts, shape)
+    want = [[max(_steps.alltoallv_recv_elements(s, d, shape)) for d in dsts] for s in srcs]
+    assert got.tolist() == want
+    assert got.any() or shape == ()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_cost_without_volume_pricing_gives_the_same_seconds(seed):
+    """conversion_times prices a mesh change per distinct receive volume when the cost
+    function has ``alltoallv_seconds``, and step by step otherwise: the same floats."""
+    rng = random.Random(100 + seed)
+    n = rng.choice([4, 8, 16])
+    shape = tuple(rng.choice([4, 8, 16]) for _ in range(rng.randint(1, 3)))
+    cost = alpha_beta_cost(1e-3 * (seed + 1), 1e9 * (seed + 1))
+    plain = lambda step, shp, itemsize: cost(step, shp, itemsize)   # noqa: E731
+    dsts = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape)]
+    for src in rng.sample(dsts, min(6, len(dsts))):
+        assert conversion_times(src, dsts, shape, 2, cost) == \
+            conversion_times(src, dsts, shape, 2, plain)
