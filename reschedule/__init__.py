@@ -13,8 +13,8 @@ Numpy only; knows nothing of TensorFlow. Usage::
 
 Modules: ``_layout`` (Layout), ``_steps`` (Step, transition table, alltoallv exchange),
 ``_step_data`` (steps as JSON data), ``_cost`` (alpha-beta cost), ``_planner`` (Dijkstra, Conversion, backward),
-``_numpy_exec`` (run_numpy), ``_reuse`` (reuse_options), ``_times`` (conversion_times: one
-source to many destinations, for cost tables).
+``_numpy_exec`` (run_numpy), ``_reuse`` (reuse_options), ``_times`` (conversion_times,
+conversion_time_matrix: one or many sources to many destinations, for cost tables).
 """
 
 from ._cost import DEFAULT_COST, AlphaBetaCost, CostFn, alpha_beta_cost
@@ -23,7 +23,7 @@ from ._numpy_exec import group_collective_numpy, run_numpy, run_step_numpy
 from ._planner import (Conversion, NoConversionError, StepCost, conversion_time, enumerate_layouts,
                        plan_conversion)
 from ._reuse import ReuseOption, reuse_options
-from ._times import conversion_times
+from ._times import conversion_time_matrix, conversion_times
 from ._steps import STEP_KINDS, Exchange, Piece, Step, axis_groups
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "Step", "STEP_KINDS", "Exchange", "Piece", "axis_groups",
     "CostFn", "AlphaBetaCost", "alpha_beta_cost", "DEFAULT_COST",
     "Conversion", "StepCost", "NoConversionError", "plan_conversion", "conversion_time", "conversion_times",
+    "conversion_time_matrix",
     "enumerate_layouts",
     "run_numpy", "run_step_numpy", "group_collective_numpy",
     "ReuseOption", "reuse_options",

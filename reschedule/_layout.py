@@ -222,6 +222,8 @@ class Layout:
         The derivative of a sum with respect to each of its terms is the identity, so every
         rank that held a term receives the whole (identical) gradient of the block.
         """
+        if not self.partial:
+            return self              # a frozen value: the gradient's layout is this one
         return Layout(self.mesh, self.tensor_map, frozenset())
 
     # ---------------------------------------------------------------- shape-dependent

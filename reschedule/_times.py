@@ -1,7 +1,8 @@
-"""Conversion seconds from one layout to many (what a cost table over layout pairs needs).
+"""Conversion seconds from layouts to layouts (what a cost table over layout pairs needs).
 
 ``conversion_times(src, dsts, shape)`` is ``[conversion_time(src, d, shape) for d in dsts]``,
-equal bit for bit, but each destination mesh is priced once:
+and ``conversion_time_matrix(srcs, dsts, shape)`` the same for many sources, equal bit for
+bit, but each destination mesh is priced once (for all sources on one mesh together):
 
 - on ``src``'s own mesh, the seconds are read from ``src``'s shortest-path tree;
 - on another mesh ``B``, every path is: steps on ``src``'s mesh to a non-partial layout
@@ -28,11 +29,11 @@ import numpy as np
 
 from ._cost import CostFn
 from ._layout import Layout
-from ._planner import (NoConversionError, _checked, _checked_shape, _neighbors_cached, _reachable,
-                       _tree, enumerate_layouts)
+from ._planner import (NoConversionError, _checked, _neighbors_cached, _reachable, _tree,
+                       enumerate_layouts)
 from ._steps import Step, alltoallv_max_recv_matrix
 
-__all__ = ["conversion_times"]
+__all__ = ["conversion_times", "conversion_time_matrix"]
 
 
 def conversion_times(src: Layout, dsts: Sequence[Layout], shape: Sequence[int], itemsize: int = 4,
@@ -47,65 +48,117 @@ def conversion_times(src: Layout, dsts: Sequence[Layout], shape: Sequence[int], 
     Raises:
         ValueError, NoConversionError: as :func:`~reschedule.conversion_time`.
     """
-    out: list[float] = []
-    by_mesh: dict = {}
-    shape_t = cost = None
-    for dst in dsts:
-        if type(dst) is Layout and dst.mesh in by_mesh:   # src, itemsize and this mesh checked
-            _checked_shape(dst, shape_t)
-        else:
-            shape_t, cost = _checked(src, dst, shape, itemsize, cost_fn, "conversion_times")
-        try:
-            _reachable(src, dst, shape_t)
-            seconds = by_mesh.get(dst.mesh)
-            if seconds is None:
-                seconds = by_mesh[dst.mesh] = _seconds_on(src, dst.mesh, shape_t, int(itemsize), cost)
-            t = seconds.get(dst, math.inf)
-            if t == math.inf:
-                raise NoConversionError(src, dst, shape_t,
-                                        "no sequence of allowed steps with finite cost reaches it.")
-        except NoConversionError:
-            if unreachable is None:
-                raise
-            out.append(unreachable)
-            continue
-        out.append(t)
+    return conversion_time_matrix([src], dsts, shape, itemsize, cost_fn,
+                                  unreachable=unreachable)[0].tolist()
+
+
+def conversion_time_matrix(srcs: Sequence[Layout], dsts: Sequence[Layout], shape: Sequence[int],
+                           itemsize: int = 4, cost_fn: CostFn | None = None, *,
+                           unreachable: float | None = None) -> np.ndarray:
+    """``[conversion_times(s, dsts, ...) for s in srcs]`` as a float array, the same values.
+
+    Sources on one mesh are priced together toward each other mesh (one broadcast of the
+    alltoallv seconds and one Bellman-Ford over the rows), and each source's row toward
+    a mesh is kept for later tables of the same shape (a cost table's edges share
+    sources across repeated layers).
+
+    Raises:
+        ValueError, NoConversionError: as :func:`~reschedule.conversion_time`, for the
+        first pair (row by row) that fails, when ``unreachable`` is None.
+    """
+    srcs, dsts = list(srcs), list(dsts)
+    out = np.empty((len(srcs), len(dsts)), dtype=np.float64)
+    if not srcs or not dsts:
+        return out
+    shape_t, cost = _checked(srcs[0], dsts[0], shape, itemsize, cost_fn, "conversion_times")
+    for s in srcs[1:]:
+        _checked(s, dsts[0], shape_t, itemsize, cost_fn, "conversion_times")
+    for d in dsts[1:]:
+        _checked(srcs[0], d, shape_t, itemsize, cost_fn, "conversion_times")
+    itemsize = int(itemsize)
+    by_mesh: dict[tuple[int, ...], list[int]] = {}
+    for col, d in enumerate(dsts):
+        by_mesh.setdefault(d.mesh, []).append(col)
+    for mesh, cols in by_mesh.items():
+        layouts_b, index_b = _layouts(mesh, shape_t)
+        # non-partial destinations: their positions among the mesh's layouts
+        plain = [c for c in cols if not dsts[c].partial]
+        pos = np.array([index_b[dsts[c]] for c in plain], dtype=np.int64)
+        partial = [c for c in cols if dsts[c].partial]
+        cross = [r for r, s in enumerate(srcs) if s.mesh != mesh]
+        rows = _cross_rows([srcs[r] for r in cross], mesh, shape_t, itemsize, cost)
+        for r, row in zip(cross, rows):
+            out[r, plain] = row[pos]
+            out[r, partial] = math.inf       # a mesh change cannot carry a pending sum
+        for r, s in enumerate(srcs):
+            if s.mesh == mesh:
+                best = _tree(s, mesh, shape_t, itemsize, cost)[0]
+                out[r, cols] = [best.get(dsts[c], _NONE)[0] for c in cols]
+    bad = np.isinf(out)
+    if bad.any():
+        if unreachable is None:
+            r, c = np.argwhere(bad)[0]
+            _reachable(srcs[r], dsts[c], shape_t)
+            raise NoConversionError(srcs[r], dsts[c], shape_t,
+                                    "no sequence of allowed steps with finite cost reaches it.")
+        out[bad] = unreachable
     return out
 
 
-def _seconds_on(src: Layout, mesh: tuple[int, ...], shape: tuple[int, ...], itemsize: int,
-                cost: CostFn) -> dict:
-    """Layout on ``mesh`` -> seconds from ``src`` (missing or inf: unreachable)."""
-    same_mesh = _tree(src, src.mesh, shape, itemsize, cost)[0]
-    if mesh == src.mesh:
-        return {lay: best[0] for lay, best in same_mesh.items()}
+_NONE = (math.inf, 0)
+#: (src, mesh, shape, itemsize, cost) -> seconds to each of ``_layouts(mesh, shape)``
+_ROWS: dict = {}
+_ROWS_MAX = 65536
+
+
+def _cross_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int, ...], itemsize: int,
+                cost: CostFn) -> list[np.ndarray]:
+    """Per source (on another mesh than ``mesh``), the seconds to every non-partial
+    layout on ``mesh`` (inf: unreachable), computed together for those not kept yet."""
     try:
-        return _cross_mesh_seconds(src, mesh, shape, itemsize, cost)
-    except TypeError:   # an unhashable cost function: nothing is cached
-        return _cross_mesh_seconds.__wrapped__(src, mesh, shape, itemsize, cost)
+        keys = [(s, mesh, shape, itemsize, cost) for s in srcs]
+        rows = [_ROWS.get(k) for k in keys]
+    except TypeError:                        # an unhashable cost function: nothing is kept
+        keys, rows = None, [None] * len(srcs)
+    todo: dict[tuple[int, ...], list[int]] = {}
+    for x, (s, row) in enumerate(zip(srcs, rows)):
+        if row is None:
+            todo.setdefault(s.mesh, []).append(x)
+    for mesh_a, xs in todo.items():
+        for x, row in zip(xs, _cross_mesh_rows([srcs[x] for x in xs], mesh, shape, itemsize, cost)):
+            rows[x] = row
+            if keys is not None:
+                if len(_ROWS) >= _ROWS_MAX:
+                    _ROWS.clear()
+                _ROWS[keys[x]] = row
+    return rows
 
 
-@functools.lru_cache(maxsize=16384)
-def _cross_mesh_seconds(src: Layout, mesh: tuple[int, ...], shape: tuple[int, ...], itemsize: int,
-                        cost: CostFn) -> dict:
-    layouts_a, index_a = _layouts(src.mesh, shape)
+def _cross_mesh_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int, ...],
+                     itemsize: int, cost: CostFn) -> np.ndarray:
+    """Sources on one mesh A -> every non-partial layout on ``mesh`` (rows, as the module
+    doc says: the alltoallv from the best layout reached on A, then Bellman-Ford on B)."""
+    mesh_a = srcs[0].mesh
+    layouts_a, index_a = _layouts(mesh_a, shape)
     layouts_b, _ = _layouts(mesh, shape)
-    reached = [(index_a[lay], best[0]) for lay, best in
-               _tree(src, src.mesh, shape, itemsize, cost)[0].items() if not lay.partial]
-    rows = np.fromiter((i for i, _ in reached), dtype=np.int64, count=len(reached))
-    d_a = np.fromiter((t for _, t in reached), dtype=np.float64, count=len(reached))
-    weights = _alltoallv_seconds(src.mesh, mesh, shape, itemsize, cost)
-    if not reached:
-        return {}
-    d = np.min(d_a[:, None] + weights[rows], axis=0)
+    d_a = np.full((len(srcs), len(layouts_a)), math.inf)
+    for x, src in enumerate(srcs):
+        for lay, best in _tree(src, mesh_a, shape, itemsize, cost)[0].items():
+            if not lay.partial:
+                d_a[x, index_a[lay]] = best[0]
+    weights = _alltoallv_seconds(mesh_a, mesh, shape, itemsize, cost)
+    d = np.empty((len(srcs), len(layouts_b)))
+    chunk = max(1, (1 << 22) // max(1, weights.size))
+    for x0 in range(0, len(srcs), chunk):
+        d[x0:x0 + chunk] = np.min(d_a[x0:x0 + chunk, :, None] + weights[None], axis=1)
     froms, tos, w = _mesh_steps(mesh, shape, itemsize, cost)
     for _ in range(len(layouts_b)):          # Bellman-Ford: at most |B| - 1 rounds change d
         relaxed = d.copy()
-        np.minimum.at(relaxed, tos, d[froms] + w)
+        np.minimum.at(relaxed.T, tos, (d[:, froms] + w).T)
         if np.array_equal(relaxed, d):
             break
         d = relaxed
-    return dict(zip(layouts_b, d.tolist()))
+    return d
 
 
 @functools.lru_cache(maxsize=1024)

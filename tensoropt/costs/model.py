@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from reschedule import Layout, Step, conversion_times, plan_conversion
+from reschedule import Layout, Step, conversion_time_matrix, plan_conversion
 from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
@@ -314,13 +314,13 @@ class CostModel:
                           no_keep_consumer: bool, grad: bool) -> dict:
         cost = self.step_cost
         layouts = [d for d, _ in dsts]
-        forward = [conversion_times(s, layouts, shape, itemsize, cost) for s in srcs]
+        forward = conversion_time_matrix(srcs, layouts, shape, itemsize, cost).tolist()
         if grad:
-            src_grads = [s.grad() for s in srcs]
-            backward = [conversion_times(d.grad(), src_grads, shape, itemsize, cost) for d in layouts]
+            backward = conversion_time_matrix([d.grad() for d in layouts], [s.grad() for s in srcs],
+                                              shape, itemsize, cost).tolist()
         if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
-            reverse = [conversion_times(d, srcs, shape, itemsize, cost, unreachable=math.nan)
-                       for d in layouts]
+            reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost,
+                                             unreachable=math.nan).tolist()
         table = {}
         for u, src in enumerate(srcs):
             for v, (dst, rerun) in enumerate(dsts):

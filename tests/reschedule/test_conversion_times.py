@@ -9,7 +9,7 @@ import random
 import pytest
 
 from reschedule import (Layout, NoConversionError, alpha_beta_cost, conversion_time,
-                        conversion_times, enumerate_layouts)
+                        conversion_time_matrix, conversion_times, enumerate_layouts)
 
 
 def _meshes(n: int) -> list[tuple[int, ...]]:
@@ -78,3 +78,30 @@ def test_a_cost_without_volume_pricing_gives_the_same_seconds(seed):
     for src in rng.sample(dsts, min(6, len(dsts))):
         assert conversion_times(src, dsts, shape, 2, cost) == \
             conversion_times(src, dsts, shape, 2, plain)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_matrix_of_sources_priced_together_is_each_pair_alone(seed):
+    """Sources on one mesh share the broadcast and the Bellman-Ford rounds toward each
+    other mesh; every entry is still what conversion_time gives that pair alone, and an
+    unreachable pair takes the given value."""
+    from reschedule import _times
+    _times._ROWS.clear()                     # price the rows together, not from the cache
+    rng = random.Random(200 + seed)
+    n = rng.choice([4, 8, 16])
+    shape = tuple(rng.choice([4, 8, 16]) for _ in range(rng.randint(1, 3)))
+    cost = alpha_beta_cost(*((10e-6, 12.5e9) if seed % 2 else (1e-3, 1e12)))
+    layouts = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape)]
+    partial = [lay for mesh in _meshes(n) for lay in enumerate_layouts(mesh, shape, frozenset({0}))]
+    srcs = rng.sample(layouts, min(8, len(layouts))) + partial[:3]
+    dsts = rng.sample(layouts, min(10, len(layouts))) + partial[:2]
+    got = conversion_time_matrix(srcs, dsts, shape, 2, cost, unreachable=-1.0)
+    for r, s in enumerate(srcs):
+        for c, d in enumerate(dsts):
+            try:
+                want = conversion_time(s, d, shape, 2, cost)
+            except NoConversionError:
+                want = -1.0
+            assert got[r, c] == want, (s, d)
+    with pytest.raises(NoConversionError):
+        conversion_time_matrix(srcs[:1], [partial[0]], shape, 2, cost)
