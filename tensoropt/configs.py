@@ -156,8 +156,10 @@ def partial_out_ok(op) -> bool:
     return any(out in c.inputs for c in graph.operations)
 
 
+@lru_cache(maxsize=65536)
 def tensor_layout(carried: tuple[str | None, ...], config: Config) -> Layout:
-    """The layout of a tensor whose axes carry ``carried`` dims, under ``config``."""
+    """The layout of a tensor whose axes carry ``carried`` dims, under ``config`` (one
+    value per pair, kept: pricing asks for the same layouts again and again)."""
     dim_axes = config.dim_axes()
     tensor_map = tuple(dim_axes.get(d, -1) if d is not None else -1 for d in carried)
     return Layout(mesh=config.mesh, tensor_map=tensor_map)

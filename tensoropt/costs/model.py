@@ -321,6 +321,8 @@ class CostModel:
         if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
             reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost,
                                              unreachable=math.nan).tolist()
+        src_bytes = [s.local_bytes(shape, itemsize) for s in srcs]      # once per layout
+        dst_bytes = [d.local_bytes(shape, itemsize) for d in layouts]
         table = {}
         for u, src in enumerate(srcs):
             for v, (dst, rerun) in enumerate(dsts):
@@ -329,17 +331,17 @@ class CostModel:
                 if not both_keep:
                     table[(u, v)] = [EdgeAlternative(0.0, time, "none", src, dst, grad)]
                 elif src == dst:
-                    table[(u, v)] = [EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time,
+                    table[(u, v)] = [EdgeAlternative(-float(src_bytes[u]), time,
                                                      "shared", src, dst, grad)]
                 else:
                     # keep_producer re-runs the forward conversion and the consumer's forward
                     alts = [EdgeAlternative(0.0, time, "keep_both", src, dst, grad),
-                            EdgeAlternative(float(-dst.local_bytes(shape, itemsize)),
+                            EdgeAlternative(float(-dst_bytes[v]),
                                             time + fwd + sum(rerun), "keep_producer", src, dst, grad,
                                             float(rerun[0]))]
                     rev = reverse[v][u]
                     if not (no_keep_consumer or math.isnan(rev)):
-                        alts.append(EdgeAlternative(float(-src.local_bytes(shape, itemsize)),
+                        alts.append(EdgeAlternative(float(-src_bytes[u]),
                                                     time + rev, "keep_consumer", src, dst, grad))
                     table[(u, v)] = alts
         return table

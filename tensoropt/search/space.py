@@ -193,11 +193,14 @@ class SearchSpace:
         return grid
 
     def _edge_grid(self, table: EdgeTable) -> np.ndarray:
-        width = max(len(a) for a in table.alternatives.values())
+        alternatives = table.alternatives
+        width = max(len(a) for a in alternatives.values())
         grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
-        for (u, v), alts in table.alternatives.items():
-            padded = alts + [alts[0]] * (width - len(alts))  # duplicates are harmless
-            grid[u, v] = [(a.memory_bytes, a.time_s) for a in padded]
+        # one array from every pair's alternatives, padded (duplicates are harmless)
+        values = np.array([(a.memory_bytes, a.time_s) for alts in alternatives.values()
+                           for a in alts + [alts[0]] * (width - len(alts))], dtype=np.float64)
+        uv = np.array(list(alternatives), dtype=np.int64).reshape(-1, 2)
+        grid[uv[:, 0], uv[:, 1]] = values.reshape(len(uv), width, 2)
         return grid[table.src_ids[:, None], table.dst_ids[None, :]]
 
 
