@@ -79,22 +79,27 @@ def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_
     assert t.makespan_ps < forward + sum(s for _, s in split.values()) + sum(ar)   # it overlapped
 
 
-def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory():
+def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_two_gradients():
     x = to.placeholder(to.float32, [16, 32], name="x")
     w = to.get_variable("w", [16, 32])
     h = x * w                                    # saves x and w (w: the parameter itself)
+    tanhs = []
     for _ in range(3):
         h = to.tanh(h)                           # saves its output
+        tanhs.append(h.op.name)
     loss = to.reduce_mean(h)
     to.train.GradientDescentOptimizer(0.1).minimize(loss)
     graph = to.get_default_graph()
     model = CostModel(graph, 1, PARITY.AlphaBeta(), 1e10)
     plan = search_frontier(graph, model).plans[0]
     r = simulate_plan(graph, plan, cluster(1), model)
-    # at the loss's forward every saved tensor is live, and so is the loss value itself
-    assert r.peak_memory_bytes == plan.memory_bytes + loss.nbytes
+    # at the last tanh's backward every saved tensor is still live, and so are two
+    # activation gradients of h's size: the one it reads (the mean's backward computed
+    # it) and the one it computes for the tanh before it
+    assert r.peak_memory_bytes == plan.memory_bytes + 2 * h.nbytes
     live = {b.name for b in r.ranks[0].memory.live_at_peak}
-    assert {"x:out0", "w:parameter", "w:gradient"} <= live
+    assert {"x:out0", "w:parameter", "w:gradient", f"{loss.op.name}:in0/grad",
+            f"{tanhs[2]}:in0/grad"} <= live
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------
