@@ -113,3 +113,28 @@ def test_an_op_no_gradient_flows_through_has_no_backward_workspace():
     assert model.workspace_bytes(y.op, Config((1,), (None,))) == (5, 0)
     assert CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10).workspace_bytes(
         y.op, Config((1,), (None,))) == (0, 0)
+
+
+def test_workspace_of_a_hand_made_trace_is_the_pass_peak_less_what_it_hands_on():
+    from tensoropt._tf import import_tensorflow
+    from tensoropt.costs.profiler import workspace_of_trace
+
+    tf = import_tensorflow()
+    metadata = tf.compat.v1.RunMetadata()
+    device = metadata.step_stats.dev_stats.add()
+
+    def node(name, records):
+        n = device.node_stats.add()
+        n.node_name = name
+        used = n.memory.add()
+        for micros, nbytes in records:
+            r = used.allocation_records.add()
+            r.alloc_micros, r.alloc_bytes = micros, nbytes
+
+    node("MatMul", [(1, 100), (9, -100)])                   # forward output, 100 bytes
+    node("gradients/MatMul_grad/MatMul_1", [(5, 1000), (7, -1000)])   # an intermediate...
+    node("gradients/MatMul_grad/Sum", [(6, 40), (9, -40)])  # ...summed into the gradient
+    node("gradients/MatMul_grad/MatMul", [(8, 60), (9, -60)])  # freed while the other is not live
+    # forward: peak 100, hands on 100 -> 0; backward: 1000 + 40 live at 6, hands on 40 + 60
+    assert workspace_of_trace(metadata, 100, 100) == (0, 940)
+    assert workspace_of_trace(metadata, 30, 2000) == (70, 0)      # floored at 0

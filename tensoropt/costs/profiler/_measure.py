@@ -30,11 +30,11 @@ Method (``measure``):
    shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
    is steadier than the median; the statistic is part of the cache key.
 
-5. One more step is traced (``FULL_TRACE``) for each pass's workspace: the most one
-   TensorFlow node allocates beyond what it outputs (``workspace_of_trace``; e.g. a CPU
-   convolution's backprop buffers). The simulator holds it during the op's forward or
-   backward task. Cached beside the time under the same key plus ``|forward_workspace_bytes``
-   and ``|backward_workspace_bytes``.
+5. One more step is traced (``FULL_TRACE``) for each pass's workspace: the peak of what
+   the pass's TensorFlow nodes hold at once beyond what the pass hands on
+   (``workspace_of_trace``; e.g. a CPU convolution's backprop buffers). The simulator
+   holds it during the op's forward or backward task. Cached beside the time under the
+   same key plus ``|forward_transient_bytes`` and ``|backward_transient_bytes``.
 
 Shards too large to run here (more than ``max_bytes`` of inputs, outputs and their
 gradients, or more than ``max_flops`` by the op's FLOP count) are measured on a stand-in
@@ -63,6 +63,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from tensoropt._tf import import_tensorflow
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
@@ -75,7 +77,15 @@ __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "m
 
 _DEFAULT = object()
 #: Cache key suffixes of a shard's forward and backward workspace bytes.
-_WORKSPACE_KEYS = ("forward_workspace_bytes", "backward_workspace_bytes")
+_WORKSPACE_KEYS = ("forward_transient_bytes", "backward_transient_bytes")
+
+
+def _nbytes(shape, dtype: str) -> int:
+    """Bytes of a dense tensor of ``shape`` and ``dtype`` (a numpy dtype name)."""
+    n = np.dtype(dtype).itemsize
+    for d in shape:
+        n *= int(d)
+    return n
 _STATISTICS = {"median": statistics.median, "min": min}
 
 
@@ -134,9 +144,8 @@ class Measurement:
         step_s: the median (or min) of the timed ``session.run`` steps.
         overhead_s: the same statistic of an empty ``session.run``.
         runs: how many steps were timed.
-        forward_workspace_bytes, backward_workspace_bytes: the largest transient
-            allocation of one TensorFlow node of the forward (backward) pass in a traced
-            step (``workspace_of_trace``).
+        forward_workspace_bytes, backward_workspace_bytes: what the forward (backward)
+            pass held at once beyond its results in a traced step (``workspace_of_trace``).
     """
 
     seconds: float
@@ -238,8 +247,8 @@ class ComputeProfiler:
 
     def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
         """``(forward, backward)`` transient bytes of ``op``'s local shard under
-        ``config``: the most one TensorFlow node of that pass allocates beyond what it
-        outputs (convolution backprop buffers, ...), from a traced step
+        ``config``: the most that pass's TensorFlow nodes hold at once beyond what it
+        hands on (convolution backprop buffers, ...), from a traced step
         (``workspace_of_trace``). Cached with the time; a profile file written before
         these were recorded has none, and the shard is measured again on first request.
         A shard measured on a scaled-down stand-in scales them by the same factor."""
@@ -277,7 +286,7 @@ class ComputeProfiler:
         graph = tf.Graph()
         with graph.as_default(), tf.device("/cpu:0"):
             tf.compat.v1.set_random_seed(self.seed)
-            target = self._build(tf, op, shard)
+            target, grads_built = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
             init = tf.compat.v1.global_variables_initializer()
         # The session is configured as tensoropt.runtime configures the training session:
@@ -299,7 +308,10 @@ class ComputeProfiler:
         self.measurements += 1
         stat = _STATISTICS[self.statistic]
         step, overhead = stat(steps), stat(empty)
-        forward, backward = workspace_of_trace(metadata)
+        float_bytes = [_nbytes(shape, dtype) for shape, dtype in shard.inputs if dtype == "float32"]
+        forward, backward = workspace_of_trace(
+            metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
+            sum(float_bytes) if grads_built else 0)
         return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
                            runs=len(steps), forward_workspace_bytes=forward,
                            backward_workspace_bytes=backward)
@@ -353,7 +365,7 @@ class ComputeProfiler:
         # One element of each result is fetched: Grappler prunes work that only a
         # tf.group (a control edge) needs, so the values must be fetched, but copying
         # whole tensors out would be timed too.
-        return [tf.reshape(t, [-1])[0] for t in outputs + grads]
+        return [tf.reshape(t, [-1])[0] for t in outputs + grads], bool(grads)
 
     @staticmethod
     def _empty_fetches(tf, n: int):
@@ -363,23 +375,30 @@ class ComputeProfiler:
         return [value[i] for i in range(n)]
 
 
-def workspace_of_trace(metadata) -> tuple[int, int]:
-    """``(forward, backward)`` workspace of a traced step of a profiled shard: per
-    TensorFlow node, the peak of its own allocation records (summed in time order) less
-    what it still holds at the end (its outputs, which the cost model counts as
-    activations and gradients); the largest over the nodes of each pass (backward: the
-    nodes ``tf.gradients`` names ``gradients/...``)."""
-    out = [0, 0]
+def workspace_of_trace(metadata, forward_out_bytes: int, backward_out_bytes: int) -> tuple[int, int]:
+    """``(forward, backward)`` workspace of a traced step of a profiled shard.
+
+    Per pass, the allocation records of its TensorFlow nodes (backward: those
+    ``tf.gradients`` names ``gradients/...``; a record of a freed buffer is negative) are
+    summed in time order; the pass's workspace is their peak less what the pass hands on
+    (``forward_out_bytes``: the op's outputs; ``backward_out_bytes``: its input gradients),
+    which the simulator counts as activations and activation gradients. So it holds both
+    one node's scratch (a CPU convolution's backprop buffers) and intermediates between
+    the nodes of one op (a matmul's per-step products before their sum), floored at 0.
+    """
+    records: list[list[tuple[int, int]]] = [[], []]
     for device in metadata.step_stats.dev_stats:
         for node in device.node_stats:
-            records = sorted((r.alloc_micros, r.alloc_bytes) for used in node.memory
-                             for r in used.allocation_records)
-            live = peak = 0
-            for _, nbytes in records:
-                live += nbytes
-                peak = max(peak, live)
             phase = 1 if node.node_name.startswith("gradients") else 0
-            out[phase] = max(out[phase], peak - max(live, 0))
+            records[phase] += [(r.alloc_micros, r.alloc_bytes) for used in node.memory
+                               for r in used.allocation_records]
+    out = []
+    for phase, handed_on in enumerate((forward_out_bytes, backward_out_bytes)):
+        live = peak = 0
+        for _, nbytes in sorted(records[phase]):
+            live += nbytes
+            peak = max(peak, live)
+        out.append(max(0, peak - int(handed_on)))
     return out[0], out[1]
 
 
