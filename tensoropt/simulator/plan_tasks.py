@@ -56,7 +56,8 @@ Memory buffers (rules of ``memory``):
   backward; keep_consumer rebuilds the producer's copy the same way);
 - an intermediate conversion result lives from its step until the next step ends;
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
-  during its step;
+  during its step, the last one of an activation gradient (not a parameter's) until the
+  producer's backward, which reads it, ends;
 - what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
   to its backward;
 - an activation gradient (the gradient an op's backward computes for an input that is
@@ -354,9 +355,12 @@ class PlanContext(RebuildTasks):
             prev_q = f"{c}/in{n - 1}/P{s}" if i == 0 else f"{c}/in{i - 1}/Q{s}"
             names, end = self._collectives(f, bwd_calls, bwd_sec, r, prev_p if inside else prev_q,
                                            [bwd] if grad else [], c, "backward")
-            for task, call in zip(names, bwd_calls):
-                f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
-                             free_after=[task], rank=r)
+            reader = [f"{prod}/bwd{s}"] if self.has_bwd[p] and self.ops[p].kind != "variable" else []
+            for m, (task, call) in enumerate(zip(names, bwd_calls)):
+                last = m + 1 == len(names) and reader
+                f.add_buffer(f"{task}:buf", call.nbytes,
+                             "activation gradient" if last else "gradient in flight", alloc=task,
+                             free_after=[task] + (reader if last else []), rank=r)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))
