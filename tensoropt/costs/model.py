@@ -26,6 +26,7 @@ Usage::
 
     model = CostModel(graph, num_devices=8, collectives=provider, peak_flops=15.7e12)
     model.op_cost(op, config)             # OpCost
+    model.workspace_bytes(op, config)     # (forward, backward) transient bytes (profiled)
     model.edge_alternatives(tensor, src_layout, dst_layout, producer_keeps, consumer_keeps)
 """
 
@@ -245,6 +246,21 @@ class CostModel:
         work = compute - 2 * launch
         forward = min(work, max(0.0, split(op, config))) if split else work * FORWARD_SHARE
         return forward + launch, compute - forward - launch
+
+    def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
+        """``(forward, backward)`` transient bytes ``op`` allocates while its forward
+        (backward) pass runs, beyond its outputs: the compute provider's
+        ``workspace_bytes(op, config)`` when it has one (the profiler measures them);
+        ``(0, 0)`` otherwise (the analytical roofline knows no workspace). Not part of
+        the additive memory (a transient adds to the peak, not to a sum); the simulator
+        holds them during the op's forward and backward tasks."""
+        measured = getattr(self.compute, "workspace_bytes", None)
+        if measured is None or op.kind == "variable":
+            return 0, 0
+        forward, backward = measured(op, config)
+        if not any(gradient_inputs(op, self.grad)):
+            backward = 0                      # no backward runs
+        return int(forward), int(backward)
 
     def rerun_cost(self, op, config: Config) -> tuple[float, float]:
         """``(compute_s, network_s)`` ``op`` spends again in backward when it converts an

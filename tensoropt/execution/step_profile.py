@@ -14,7 +14,9 @@ quantity:
 
 The cost model's memory (``OpCost.param_bytes`` = parameters + gradients + slots, plus
 saved activations) is the additive figure the search optimizes; the simulator's liveness
-peak models the same two parts as a peak over the step.
+peak models the same two parts as a peak over the step, and adds what is live only for
+a while: activation gradients, conversion buffers, and each op's workspace (what the
+profiler measured its forward and backward passes hold beyond their results).
 
 Usage::
 

@@ -42,8 +42,7 @@ the gradients of its outputs (each out-edge's ``/in{i}/grad``) and for the copie
 rebuilt for it; partial-gradient all-reduces follow the backward compute. An LSTM's
 hidden gathers are placed after its forward compute (the model prices them apart).
 
-Memory buffers (rules of ``memory``; activation gradients are not modeled, as the cost
-model's memory does not count them):
+Memory buffers (rules of ``memory``):
 
 - parameters, their gradients and optimizer slots are resident (``OpCost.param_bytes``);
 - an op's output is allocated by its forward and freed after the last of: its own
@@ -57,9 +56,17 @@ model's memory does not count them):
   backward; keep_consumer rebuilds the producer's copy the same way);
 - an intermediate conversion result lives from its step until the next step ends;
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
-  during its step;
+  during its step, the last one of an activation gradient (not a parameter's) until the
+  producer's backward, which reads it, ends;
 - what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
-  to its backward.
+  to its backward;
+- an activation gradient (the gradient an op's backward computes for an input that is
+  not a parameter, of the input's local size in the consumer's layout) lives from that
+  backward's start until the producer's backward, which reads it, ends (and the edge's
+  backward collectives: their own step buffers are counted apart). The additive estimate
+  does not count these;
+- an op's workspace (``CostModel.workspace_bytes``: what the profiler measured its
+  forward and backward passes allocate beyond their outputs) lives during that task.
 """
 
 from __future__ import annotations
@@ -266,6 +273,28 @@ class PlanContext(RebuildTasks):
             if internal > 0:
                 f.add_buffer(f"{c}:saved_internal{s}", int(internal), "saved for backward",
                              alloc=fwd, free_after=[bwd or fwd])
+            if bwd is not None:
+                self._gradient_buffers(f, k, config, bwd, r)
+            for task, size, phase in zip((fwd, bwd), self.model.workspace_bytes(op, config),
+                                         ("forward", "backward")):
+                if task is not None and size > 0:
+                    f.add_buffer(f"{c}:{phase} workspace{s}", int(size), "workspace",
+                                 alloc=task, free_after=[task])
+
+    def _gradient_buffers(self, f: Fragment, k: int, config: Config, bwd: str, r: int) -> None:
+        """The activation gradients op ``k``'s backward computes: one per input a gradient
+        flows to (a parameter's is its resident ``gradient`` buffer instead), of the
+        input's local size, from this backward's start until its producer's backward
+        (which reads it) and the edge's backward collectives (``/in{i}/grad``) end."""
+        op, c, s = self.ops[k], self.ops[k].name, self.sfx(r)
+        for i, t in enumerate(op.inputs):
+            p = self.index[t.op]
+            if not self.grad_inputs[k][i] or t.op.kind == "variable":
+                continue
+            frees = [f"{c}/in{i}/grad{s}"] + ([f"{t.op.name}/bwd{s}"] if self.has_bwd[p] else [])
+            f.add_buffer(f"{c}:in{i}/grad{s}",
+                         input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize),
+                         "activation gradient", alloc=bwd, free_after=frees)
 
     def edge_fragment(self, f: Fragment, e: int, choice: EdgeChoice) -> None:
         """Edge ``e``'s conversions (forward, keep_producer rebuild, backward), the
@@ -326,9 +355,12 @@ class PlanContext(RebuildTasks):
             prev_q = f"{c}/in{n - 1}/P{s}" if i == 0 else f"{c}/in{i - 1}/Q{s}"
             names, end = self._collectives(f, bwd_calls, bwd_sec, r, prev_p if inside else prev_q,
                                            [bwd] if grad else [], c, "backward")
-            for task, call in zip(names, bwd_calls):
-                f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
-                             free_after=[task], rank=r)
+            reader = [f"{prod}/bwd{s}"] if self.has_bwd[p] and self.ops[p].kind != "variable" else []
+            for m, (task, call) in enumerate(zip(names, bwd_calls)):
+                last = m + 1 == len(names) and reader
+                f.add_buffer(f"{task}:buf", call.nbytes,
+                             "activation gradient" if last else "gradient in flight", alloc=task,
+                             free_after=[task] + (reader if last else []), rank=r)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))

@@ -3,6 +3,7 @@ representative == all ranks, memory by liveness and errors."""
 
 import importlib.util
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -79,22 +80,27 @@ def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_
     assert t.makespan_ps < forward + sum(s for _, s in split.values()) + sum(ar)   # it overlapped
 
 
-def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory():
+def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_two_gradients():
     x = to.placeholder(to.float32, [16, 32], name="x")
     w = to.get_variable("w", [16, 32])
     h = x * w                                    # saves x and w (w: the parameter itself)
+    tanhs = []
     for _ in range(3):
         h = to.tanh(h)                           # saves its output
+        tanhs.append(h.op.name)
     loss = to.reduce_mean(h)
     to.train.GradientDescentOptimizer(0.1).minimize(loss)
     graph = to.get_default_graph()
     model = CostModel(graph, 1, PARITY.AlphaBeta(), 1e10)
     plan = search_frontier(graph, model).plans[0]
     r = simulate_plan(graph, plan, cluster(1), model)
-    # at the loss's forward every saved tensor is live, and so is the loss value itself
-    assert r.peak_memory_bytes == plan.memory_bytes + loss.nbytes
+    # at the last tanh's backward every saved tensor is still live, and so are two
+    # activation gradients of h's size: the one it reads (the mean's backward computed
+    # it) and the one it computes for the tanh before it
+    assert r.peak_memory_bytes == plan.memory_bytes + 2 * h.nbytes
     live = {b.name for b in r.ranks[0].memory.live_at_peak}
-    assert {"x:out0", "w:parameter", "w:gradient"} <= live
+    assert {"x:out0", "w:parameter", "w:gradient", f"{loss.op.name}:in0/grad",
+            f"{tanhs[2]}:in0/grad"} <= live
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------
@@ -119,3 +125,35 @@ def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
         assert _times(t, ["collective"]) / PS == pytest.approx(plan.network_s, abs=rounding)
         assert max(r.compute_s, r.network_s) <= r.makespan_s * (1 + 1e-12)
         assert r.makespan_s <= (r.compute_s + r.network_s) * (1 + 1e-12)
+
+
+def test_a_converted_activation_gradient_lives_until_its_producer_backward_ends():
+    # the last buffer of an edge's backward conversion is the gradient the producer's
+    # backward reads (TensorFlow holds e.g. an all-gathered gradient until then)
+    from tensoropt.simulator.memory import _lifetimes
+
+    models.build("transformer", size="tiny")
+    graph = to.get_default_graph()
+    cl = cluster(4, per_machine=2)
+    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops)
+    space = sampling_space(graph, model)
+    sim = PlanSimulator(graph, model, cl)
+    rng = np.random.default_rng(5)
+    ops = {op.name: op for op in graph.operations}
+    checked = 0
+    for _ in range(4):
+        plan = sample_plan(space, rng)
+        t = sim.simulate_full(sim.versions_for_plan(plan))
+        g, b = t.graph, t.graph.buffers
+        alloc, free = _lifetimes(t)
+        end = dict(zip(g.names, t.end_ps.tolist()))
+        for j, name in enumerate(b.names):
+            if b.why[j] != "activation gradient" or not name.endswith(":buf"):
+                continue
+            found = re.match(r"^[a-z]+/(.+)/in(\d+)/grad", name)   # kind/consumer/in{i}/grad...
+            consumer, i = found.group(1), int(found.group(2))
+            producer = ops[consumer].inputs[i].op.name
+            step = g.names[b.alloc[j]]
+            assert free[j] == max(end[step], end[f"{producer}/bwd"]), name
+            checked += 1
+    assert checked > 0, "no sampled plan converts an activation gradient; pick another seed"

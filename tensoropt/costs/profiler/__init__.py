@@ -27,7 +27,7 @@ Command line: ``python -m tensoropt.costs.profiler --help``.
 
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS, AnalyticalCompute, ComputeProvider
 from tensoropt.costs.profiler._measure import (ComputeProfiler, GraphProfile, Measurement,
-                                          machine_description, profile_graph)
+                                          machine_description, profile_graph, workspace_of_trace)
 from tensoropt.costs.profiler._cache import FORMAT, VERSION, ProfileCache, default_cache_path
 from tensoropt.costs.profiler._shard import (LocalShard, fit_shard, int_input_ranges, local_shard,
                                       shard_bytes, subdivide)
@@ -35,5 +35,5 @@ from tensoropt.costs.profiler._shard import (LocalShard, fit_shard, int_input_ra
 __all__ = ["ComputeProvider", "AnalyticalCompute", "ComputeProfiler", "Measurement", "GraphProfile",
            "profile_graph", "machine_description", "ProfileCache", "default_cache_path", "FORMAT",
            "VERSION", "LocalShard", "local_shard", "int_input_ranges", "shard_bytes", "subdivide",
-           "fit_shard", "SOURCE_KINDS"]
+           "fit_shard", "SOURCE_KINDS", "workspace_of_trace"]
 

@@ -7,7 +7,9 @@ The file is plain data::
 
 Keys name the machine (TensorFlow version, CPU model, thread count) and the shard (op
 kind, local shapes, split dims, attributes), so one file can hold several machines'
-profiles. Writes are atomic (a temporary file, then ``os.replace``) and merge with what
+profiles. A shard's key suffixed ``|forward_transient_bytes`` or
+``|backward_transient_bytes`` holds bytes instead (its passes' workspace; files written
+before these existed lack them, and the profiler measures them on first request). Writes are atomic (a temporary file, then ``os.replace``) and merge with what
 another process wrote meanwhile. New entries are written at most every ``autosave_s``
 seconds (the first at once), on ``save()``, and when the interpreter exits.
 

@@ -30,6 +30,12 @@ Method (``measure``):
    shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
    is steadier than the median; the statistic is part of the cache key.
 
+5. One more step is traced (``FULL_TRACE``) for each pass's workspace: the peak of what
+   the pass's TensorFlow nodes hold at once beyond what the pass hands on
+   (``workspace_of_trace``; e.g. a CPU convolution's backprop buffers). The simulator
+   holds it during the op's forward or backward task. Cached beside the time under the
+   same key plus ``|forward_transient_bytes`` and ``|backward_transient_bytes``.
+
 Shards too large to run here (more than ``max_bytes`` of inputs, outputs and their
 gradients, or more than ``max_flops`` by the op's FLOP count) are measured on a stand-in
 with one dim further divided ``f`` ways (``fit_shard``), and the time multiplied by
@@ -42,6 +48,7 @@ Usage::
     profiler = ComputeProfiler()                       # ~/.cache/tensoropt/compute-profile.json
     profiler.compute_s(op, config)                     # seconds, measured once per key
     ComputeProfiler(cache_path=None, threads=4)        # in memory only, 4 TF threads
+    profiler.workspace_bytes(op, config)               # (forward, backward) transient bytes
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from tensoropt._tf import import_tensorflow
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
@@ -63,9 +72,20 @@ from tensoropt.costs.profiler._analytical import SOURCE_KINDS
 from tensoropt.costs.profiler._cache import ProfileCache, default_cache_path
 from tensoropt.costs.profiler._shard import LocalShard, fit_shard, local_shard
 
-__all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description"]
+__all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description",
+           "workspace_of_trace"]
 
 _DEFAULT = object()
+#: Cache key suffixes of a shard's forward and backward workspace bytes.
+_WORKSPACE_KEYS = ("forward_transient_bytes", "backward_transient_bytes")
+
+
+def _nbytes(shape, dtype: str) -> int:
+    """Bytes of a dense tensor of ``shape`` and ``dtype`` (a numpy dtype name)."""
+    n = np.dtype(dtype).itemsize
+    for d in shape:
+        n *= int(d)
+    return n
 _STATISTICS = {"median": statistics.median, "min": min}
 
 
@@ -124,12 +144,16 @@ class Measurement:
         step_s: the median (or min) of the timed ``session.run`` steps.
         overhead_s: the same statistic of an empty ``session.run``.
         runs: how many steps were timed.
+        forward_workspace_bytes, backward_workspace_bytes: what the forward (backward)
+            pass held at once beyond its results in a traced step (``workspace_of_trace``).
     """
 
     seconds: float
     step_s: float
     overhead_s: float
     runs: int
+    forward_workspace_bytes: int = 0
+    backward_workspace_bytes: int = 0
 
 
 class ComputeProfiler:
@@ -215,9 +239,38 @@ class ComputeProfiler:
             return cached
         flops = op.space.flops / config.split_factor()
         stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
-        seconds = self.measure(op, stand_in).seconds * factor
+        m = self.measure(op, stand_in)
+        seconds = m.seconds * factor
         self.cache.put(key, seconds)
+        self._put_workspace(key, m, factor)
         return seconds
+
+    def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
+        """``(forward, backward)`` transient bytes of ``op``'s local shard under
+        ``config``: the most that pass's TensorFlow nodes hold at once beyond what it
+        hands on (convolution backprop buffers, ...), from a traced step
+        (``workspace_of_trace``). Cached with the time; a profile file written before
+        these were recorded has none, and the shard is measured again on first request.
+        A shard measured on a scaled-down stand-in scales them by the same factor."""
+        if op.kind in SOURCE_KINDS:
+            return 0, 0
+        shard = local_shard(op, config)
+        key = self.key(shard)
+        cached = [self.cache.get(f"{key}|{name}") for name in _WORKSPACE_KEYS]
+        if None not in cached:
+            return int(cached[0]), int(cached[1])
+        flops = op.space.flops / config.split_factor()
+        stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
+        m = self.measure(op, stand_in)
+        if self.cache.get(key) is None:
+            self.cache.put(key, m.seconds * factor)
+        return self._put_workspace(key, m, factor)
+
+    def _put_workspace(self, key: str, m: Measurement, factor: int) -> tuple[int, int]:
+        sizes = (int(m.forward_workspace_bytes * factor), int(m.backward_workspace_bytes * factor))
+        for name, size in zip(_WORKSPACE_KEYS, sizes):
+            self.cache.put(f"{key}|{name}", float(size))
+        return sizes
 
     def save(self) -> None:
         """Writes new cache entries to the file now (they are also written every few
@@ -233,7 +286,7 @@ class ComputeProfiler:
         graph = tf.Graph()
         with graph.as_default(), tf.device("/cpu:0"):
             tf.compat.v1.set_random_seed(self.seed)
-            target = self._build(tf, op, shard)
+            target, grads_built = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
             init = tf.compat.v1.global_variables_initializer()
         # The session is configured as tensoropt.runtime configures the training session:
@@ -249,11 +302,19 @@ class ComputeProfiler:
             for _ in range(3):
                 sess.run(empty_target)
             empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
+            options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+            metadata = tf.compat.v1.RunMetadata()
+            sess.run(target, options=options, run_metadata=metadata)
         self.measurements += 1
         stat = _STATISTICS[self.statistic]
         step, overhead = stat(steps), stat(empty)
+        float_bytes = [_nbytes(shape, dtype) for shape, dtype in shard.inputs if dtype == "float32"]
+        forward, backward = workspace_of_trace(
+            metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
+            sum(float_bytes) if grads_built else 0)
         return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
-                           runs=len(steps))
+                           runs=len(steps), forward_workspace_bytes=forward,
+                           backward_workspace_bytes=backward)
 
     @staticmethod
     def _time(sess, target, min_runs: int, max_runs: int, min_time_s: float) -> list[float]:
@@ -304,7 +365,7 @@ class ComputeProfiler:
         # One element of each result is fetched: Grappler prunes work that only a
         # tf.group (a control edge) needs, so the values must be fetched, but copying
         # whole tensors out would be timed too.
-        return [tf.reshape(t, [-1])[0] for t in outputs + grads]
+        return [tf.reshape(t, [-1])[0] for t in outputs + grads], bool(grads)
 
     @staticmethod
     def _empty_fetches(tf, n: int):
@@ -312,6 +373,33 @@ class ComputeProfiler:
         tiny = tf.compat.v1.Variable(tf.zeros([n]), trainable=False, use_resource=True, name="tiny")
         value = tiny.value()
         return [value[i] for i in range(n)]
+
+
+def workspace_of_trace(metadata, forward_out_bytes: int, backward_out_bytes: int) -> tuple[int, int]:
+    """``(forward, backward)`` workspace of a traced step of a profiled shard.
+
+    Per pass, the allocation records of its TensorFlow nodes (backward: those
+    ``tf.gradients`` names ``gradients/...``; a record of a freed buffer is negative) are
+    summed in time order; the pass's workspace is their peak less what the pass hands on
+    (``forward_out_bytes``: the op's outputs; ``backward_out_bytes``: its input gradients),
+    which the simulator counts as activations and activation gradients. So it holds both
+    one node's scratch (a CPU convolution's backprop buffers) and intermediates between
+    the nodes of one op (a matmul's per-step products before their sum), floored at 0.
+    """
+    records: list[list[tuple[int, int]]] = [[], []]
+    for device in metadata.step_stats.dev_stats:
+        for node in device.node_stats:
+            phase = 1 if node.node_name.startswith("gradients") else 0
+            records[phase] += [(r.alloc_micros, r.alloc_bytes) for used in node.memory
+                               for r in used.allocation_records]
+    out = []
+    for phase, handed_on in enumerate((forward_out_bytes, backward_out_bytes)):
+        live = peak = 0
+        for _, nbytes in sorted(records[phase]):
+            live += nbytes
+            peak = max(peak, live)
+        out.append(max(0, peak - int(handed_on)))
+    return out[0], out[1]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,140 @@
+"""Transient memory the cost model and the simulator count beyond the additive estimate:
+the profiler's measured per-pass workspace (a CPU convolution's backprop buffers), the
+cost model's ``workspace_bytes``, and the simulator's workspace buffers, hand-priced."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import tensoropt as to
+from tensoropt.configs import Config
+from tensoropt.costs.collective_times import AnalyticalCollectives
+from tensoropt.costs.model import CostModel
+from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler, local_shard
+from tensoropt.cluster.presets import get_cluster
+from tensoropt.search.driver import search_frontier
+from tensoropt.simulator import simulate_plan
+
+
+def fast_profiler(path=None) -> ComputeProfiler:
+    return ComputeProfiler(cache_path=path, warmup=0, min_runs=1, max_runs=1, min_time_s=0.0)
+
+
+def conv_op():
+    x = to.placeholder(to.float32, [8, 16, 16, 8], name="x")
+    w = to.get_variable("w", [3, 3, 8, 16])
+    return to.nn.conv2d(x, w, strides=1, padding="SAME").op
+
+
+def test_a_convolution_backward_workspace_is_measured_and_cached(tmp_path):
+    op = conv_op()
+    config = Config((1,), (None,))
+    path = tmp_path / "profile.json"
+    p = fast_profiler(path)
+    forward, backward = p.workspace_bytes(op, config)
+    # TensorFlow's CPU Conv2DBackpropFilter/Input unfold the input patches: far more than
+    # one output (8*16*16*16*4 = 128 KiB) in scratch, freed before the node ends
+    out_bytes = 8 * 16 * 16 * 16 * 4
+    assert backward > out_bytes
+    assert forward >= 0
+    assert p.measurements == 1
+    p.save()
+    again = fast_profiler(path)
+    assert again.workspace_bytes(op, config) == (forward, backward)
+    assert again.measurements == 0                   # from the file
+    assert again.compute_s(op, config) >= 0 and again.measurements == 0
+
+
+def test_a_profile_file_without_workspaces_still_loads_and_measures_them_once(tmp_path):
+    op = conv_op()
+    config = Config((1,), (None,))
+    p = fast_profiler()
+    key = p.key(local_shard(op, config))
+    path = tmp_path / "old.json"                     # written before workspaces were recorded
+    path.write_text(json.dumps({"format": "tensoropt.compute_profile", "version": 1,
+                                "entries": {key: 0.25}}))
+    old = fast_profiler(path)
+    assert old.compute_s(op, config) == 0.25 and old.measurements == 0
+    _, backward = old.workspace_bytes(op, config)
+    assert backward > 0 and old.measurements == 1
+    assert old.compute_s(op, config) == 0.25         # the recorded time is kept
+    old.workspace_bytes(op, config)
+    assert old.measurements == 1
+
+
+class _Workspaces(AnalyticalCompute):
+    """The roofline, with given workspaces per op name (forward, backward)."""
+
+    def __init__(self, peak_flops, sizes):
+        super().__init__(peak_flops)
+        self.sizes = sizes
+
+    def workspace_bytes(self, op, config):
+        return self.sizes.get(op.name, (0, 0))
+
+
+def test_the_simulated_peak_holds_an_op_workspace_during_its_task():
+    x = to.placeholder(to.float32, [16, 32], name="x")
+    w = to.get_variable("w", [16, 32])
+    h = to.tanh(x * w)
+    loss = to.reduce_mean(h)
+    to.train.GradientDescentOptimizer(0.1).minimize(loss)
+    graph = to.get_default_graph()
+    cluster = get_cluster("local", devices=1)
+    plain = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10)
+    big = 1 << 20                                    # dwarfs every other buffer (2 KiB each)
+    model = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10,
+                      compute=_Workspaces(1e10, {h.op.name: (0, big)}))
+    assert model.workspace_bytes(h.op, Config((1,), (None,))) == (0, big)
+    plan = search_frontier(graph, plain).plans[0]
+    base = simulate_plan(graph, plan, cluster, plain)
+    r = simulate_plan(graph, plan, cluster, model)
+    # at the tanh's backward: parameter w and its gradient, x and the tanh's output (both
+    # saved), the gradient the tanh reads and the one it computes, and its workspace
+    n = h.nbytes
+    assert r.peak_memory_bytes == 6 * n + big
+    assert base.peak_memory_bytes < r.peak_memory_bytes
+    live = {b.name: b for b in r.ranks[0].memory.live_at_peak}
+    assert live[f"{h.op.name}:backward workspace"].size_bytes == big
+    assert live[f"{h.op.name}:backward workspace"].why == "workspace"
+
+
+def test_an_op_no_gradient_flows_through_has_no_backward_workspace():
+    x = to.placeholder(to.float32, [4, 8], name="x")
+    y = to.tanh(x)
+    w = to.get_variable("w", [4, 8])
+    to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_mean(y * w))
+    graph = to.get_default_graph()
+    cluster = get_cluster("local", devices=1)
+    model = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10,
+                      compute=_Workspaces(1e10, {y.op.name: (5, 7)}))
+    assert model.workspace_bytes(y.op, Config((1,), (None,))) == (5, 0)
+    assert CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10).workspace_bytes(
+        y.op, Config((1,), (None,))) == (0, 0)
+
+
+def test_workspace_of_a_hand_made_trace_is_the_pass_peak_less_what_it_hands_on():
+    from tensoropt._tf import import_tensorflow
+    from tensoropt.costs.profiler import workspace_of_trace
+
+    tf = import_tensorflow()
+    metadata = tf.compat.v1.RunMetadata()
+    device = metadata.step_stats.dev_stats.add()
+
+    def node(name, records):
+        n = device.node_stats.add()
+        n.node_name = name
+        used = n.memory.add()
+        for micros, nbytes in records:
+            r = used.allocation_records.add()
+            r.alloc_micros, r.alloc_bytes = micros, nbytes
+
+    node("MatMul", [(1, 100), (9, -100)])                   # forward output, 100 bytes
+    node("gradients/MatMul_grad/MatMul_1", [(5, 1000), (7, -1000)])   # an intermediate...
+    node("gradients/MatMul_grad/Sum", [(6, 40), (9, -40)])  # ...summed into the gradient
+    node("gradients/MatMul_grad/MatMul", [(8, 60), (9, -60)])  # freed while the other is not live
+    # forward: peak 100, hands on 100 -> 0; backward: 1000 + 40 live at 6, hands on 40 + 60
+    assert workspace_of_trace(metadata, 100, 100) == (0, 940)
+    assert workspace_of_trace(metadata, 30, 2000) == (70, 0)      # floored at 0
