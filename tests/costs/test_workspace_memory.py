@@ -82,7 +82,7 @@ def test_the_simulated_peak_holds_an_op_workspace_during_its_task():
     loss = to.reduce_mean(h)
     to.train.GradientDescentOptimizer(0.1).minimize(loss)
     graph = to.get_default_graph()
-    cluster = get_cluster("local", devices=1)
+    cluster = get_cluster("paper-v100x16", devices=1)
     plain = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10)
     big = 1 << 20                                    # dwarfs every other buffer (2 KiB each)
     model = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10,
@@ -107,7 +107,7 @@ def test_an_op_no_gradient_flows_through_has_no_backward_workspace():
     w = to.get_variable("w", [4, 8])
     to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_mean(y * w))
     graph = to.get_default_graph()
-    cluster = get_cluster("local", devices=1)
+    cluster = get_cluster("paper-v100x16", devices=1)
     model = CostModel(graph, 1, AnalyticalCollectives(cluster), 1e10,
                       compute=_Workspaces(1e10, {y.op.name: (5, 7)}))
     assert model.workspace_bytes(y.op, Config((1,), (None,))) == (5, 0)
