@@ -383,7 +383,7 @@ def _box_array(layout: Layout, shape: tuple[int, ...]) -> np.ndarray:
     return boxes
 
 
-BROADCAST_ELEMENTS = 1 << 22   # int64s per chunk of alltoallv_max_recv_matrix (32 MiB)
+BROADCAST_ELEMENTS = 1 << 22   # elements per chunk of a layout-pair broadcast (32 MiB of 8-byte values)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -31,7 +31,7 @@ from ._cost import CostFn
 from ._layout import Layout
 from ._planner import (NoConversionError, _checked, _neighbors_cached, _reachable, _tree,
                        enumerate_layouts)
-from ._steps import Step, alltoallv_max_recv_matrix
+from ._steps import BROADCAST_ELEMENTS, Step, alltoallv_max_recv_matrix
 
 __all__ = ["conversion_times", "conversion_time_matrix"]
 
@@ -124,7 +124,7 @@ def _cross_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int, ...
     for x, (s, row) in enumerate(zip(srcs, rows)):
         if row is None:
             todo.setdefault(s.mesh, []).append(x)
-    for mesh_a, xs in todo.items():
+    for xs in todo.values():
         for x, row in zip(xs, _cross_mesh_rows([srcs[x] for x in xs], mesh, shape, itemsize, cost)):
             rows[x] = row
             if keys is not None:
@@ -148,7 +148,7 @@ def _cross_mesh_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int
                 d_a[x, index_a[lay]] = best[0]
     weights = _alltoallv_seconds(mesh_a, mesh, shape, itemsize, cost)
     d = np.empty((len(srcs), len(layouts_b)))
-    chunk = max(1, (1 << 22) // max(1, weights.size))
+    chunk = max(1, BROADCAST_ELEMENTS // max(1, weights.size))
     for x0 in range(0, len(srcs), chunk):
         d[x0:x0 + chunk] = np.min(d_a[x0:x0 + chunk, :, None] + weights[None], axis=1)
     froms, tos, w = _mesh_steps(mesh, shape, itemsize, cost)
@@ -188,8 +188,6 @@ def _alltoallv_seconds(mesh_a: tuple[int, ...], mesh_b: tuple[int, ...], shape: 
     by_volume = getattr(cost, "alltoallv_seconds", None)
     if by_volume is not None and layouts_a and layouts_b:
         # The seconds depend only on the largest receive: price each distinct volume once.
-        if math.prod(mesh_a) != math.prod(mesh_b):
-            Step.make_alltoallv(layouts_a[0], layouts_b[0])     # raises, naming the meshes
         recv = alltoallv_max_recv_matrix(layouts_a, layouts_b, shape) * itemsize
         volumes, where = np.unique(recv, return_inverse=True)
         g = math.prod(mesh_a)

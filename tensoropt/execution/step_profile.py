@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tensoropt.allocation_trace import allocation_peak, node_allocations, trace_options
 from tensoropt.units import format_bytes
 
 __all__ = ["StepProfile", "trace_options", "profile_from_trace", "resident_bytes", "format_bytes"]
@@ -63,12 +64,6 @@ class StepProfile:
                 "resident_bytes": self.resident_bytes, "peak_bytes": self.peak_bytes}
 
 
-def trace_options(tf) -> tuple[Any, Any]:
-    """``(RunOptions, RunMetadata)`` for a ``session.run`` that traces the step."""
-    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    return options, tf.compat.v1.RunMetadata()
-
-
 def profile_from_trace(metadata, wall_s: float, resident: int) -> StepProfile:
     """The step's profile from a traced run's ``RunMetadata`` (see the module doc)."""
     records: list[tuple[int, int]] = []
@@ -77,14 +72,8 @@ def profile_from_trace(metadata, wall_s: float, resident: int) -> StepProfile:
         for node in device.node_stats:
             if "Horovod" in node.timeline_label:   # HorovodAllreduce, HorovodAllgather, ...
                 network_us += node.all_end_rel_micros
-            for used in node.memory:
-                records += [(r.alloc_micros, r.alloc_bytes) for r in used.allocation_records]
-    records.sort()
-    live = peak = 0
-    for _, nbytes in records:
-        live += nbytes
-        peak = max(peak, live)
-    return StepProfile(float(wall_s), network_us * 1e-6, int(peak), int(resident))
+            records += node_allocations(node)
+    return StepProfile(float(wall_s), network_us * 1e-6, allocation_peak(records), int(resident))
 
 
 def resident_bytes(tf, tf_graph) -> int:

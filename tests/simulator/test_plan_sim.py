@@ -104,8 +104,9 @@ def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------
-@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "paper_rnn"])
-def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
+def _sampled_timelines(name: str, count: int):
+    """``(graph, plan, timeline)`` of ``count`` plans sampled (seed 5) from the tiny
+    ``name`` model on 4 devices, 2 per machine, analytically priced."""
     models.build(name, size="tiny")
     graph = to.get_default_graph()
     cl = cluster(4, per_machine=2)
@@ -113,9 +114,14 @@ def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
     space = sampling_space(graph, model)
     sim = PlanSimulator(graph, model, cl)
     rng = np.random.default_rng(5)
-    for _ in range(6):
+    for _ in range(count):
         plan = sample_plan(space, rng)
-        t = sim.simulate_full(sim.versions_for_plan(plan))
+        yield graph, plan, sim.simulate_full(sim.versions_for_plan(plan))
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "paper_rnn"])
+def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
+    for graph, plan, t in _sampled_timelines(name, 6):
         r = summarize(t)
         calls = collective_schedule(graph, plan)
         assert _collective_order(t) == [c.name for c in calls]
@@ -132,18 +138,9 @@ def test_a_converted_activation_gradient_lives_until_its_producer_backward_ends(
     # backward reads (TensorFlow holds e.g. an all-gathered gradient until then)
     from tensoropt.simulator.memory import _lifetimes
 
-    models.build("transformer", size="tiny")
-    graph = to.get_default_graph()
-    cl = cluster(4, per_machine=2)
-    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops)
-    space = sampling_space(graph, model)
-    sim = PlanSimulator(graph, model, cl)
-    rng = np.random.default_rng(5)
-    ops = {op.name: op for op in graph.operations}
     checked = 0
-    for _ in range(4):
-        plan = sample_plan(space, rng)
-        t = sim.simulate_full(sim.versions_for_plan(plan))
+    for graph, _, t in _sampled_timelines("transformer", 4):
+        ops = {op.name: op for op in graph.operations}
         g, b = t.graph, t.graph.buffers
         alloc, free = _lifetimes(t)
         end = dict(zip(g.names, t.end_ps.tolist()))

@@ -66,6 +66,7 @@ from typing import Callable
 import numpy as np
 
 from tensoropt._tf import import_tensorflow
+from tensoropt.allocation_trace import allocation_peak, node_allocations, trace_options
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS
@@ -302,8 +303,7 @@ class ComputeProfiler:
             for _ in range(3):
                 sess.run(empty_target)
             empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
-            options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-            metadata = tf.compat.v1.RunMetadata()
+            options, metadata = trace_options(tf)
             sess.run(target, options=options, run_metadata=metadata)
         self.measurements += 1
         stat = _STATISTICS[self.statistic]
@@ -390,16 +390,10 @@ def workspace_of_trace(metadata, forward_out_bytes: int, backward_out_bytes: int
     for device in metadata.step_stats.dev_stats:
         for node in device.node_stats:
             phase = 1 if node.node_name.startswith("gradients") else 0
-            records[phase] += [(r.alloc_micros, r.alloc_bytes) for used in node.memory
-                               for r in used.allocation_records]
-    out = []
-    for phase, handed_on in enumerate((forward_out_bytes, backward_out_bytes)):
-        live = peak = 0
-        for _, nbytes in sorted(records[phase]):
-            live += nbytes
-            peak = max(peak, live)
-        out.append(max(0, peak - int(handed_on)))
-    return out[0], out[1]
+            records[phase] += node_allocations(node)
+    forward, backward = (max(0, allocation_peak(r) - int(handed_on))
+                         for r, handed_on in zip(records, (forward_out_bytes, backward_out_bytes)))
+    return forward, backward
 
 
 @dataclass(frozen=True)
