@@ -146,12 +146,12 @@ def _cross_mesh_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int
         for lay, best in _tree(src, mesh_a, shape, itemsize, cost)[0].items():
             if not lay.partial:
                 d_a[x, index_a[lay]] = best[0]
-    weights = _alltoallv_seconds(mesh_a, mesh, shape, itemsize, cost)
+    weights = _kept(_alltoallv_seconds, mesh_a, mesh, shape, itemsize, cost)
     d = np.empty((len(srcs), len(layouts_b)))
     chunk = max(1, BROADCAST_ELEMENTS // max(1, weights.size))
     for x0 in range(0, len(srcs), chunk):
         d[x0:x0 + chunk] = np.min(d_a[x0:x0 + chunk, :, None] + weights[None], axis=1)
-    froms, tos, w = _mesh_steps(mesh, shape, itemsize, cost)
+    froms, tos, w = _kept(_mesh_steps, mesh, shape, itemsize, cost)
     for _ in range(len(layouts_b)):          # Bellman-Ford: at most |B| - 1 rounds change d
         relaxed = d.copy()
         np.minimum.at(relaxed.T, tos, (d[:, froms] + w).T)
@@ -159,6 +159,15 @@ def _cross_mesh_rows(srcs: list[Layout], mesh: tuple[int, ...], shape: tuple[int
             break
         d = relaxed
     return d
+
+
+def _kept(fn, *args):
+    """``fn(*args)`` from its cache, or computed afresh when an argument (a cost
+    function) is unhashable, as ``_planner._tree`` does."""
+    try:
+        return fn(*args)
+    except TypeError:
+        return fn.__wrapped__(*args)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -105,3 +105,22 @@ def test_a_matrix_of_sources_priced_together_is_each_pair_alone(seed):
             assert got[r, c] == want, (s, d)
     with pytest.raises(NoConversionError):
         conversion_time_matrix(srcs[:1], [partial[0]], shape, 2, cost)
+
+
+def test_an_unhashable_cost_function_prices_mesh_changes_too():
+    """Nothing is cached for a cost function that cannot be hashed, across meshes as on
+    one mesh (the alltoallv and mesh-step tables were cached by it and raised TypeError)."""
+    base = alpha_beta_cost(5e-6, 2e10)
+
+    class Unhashable:
+        __hash__ = None
+
+        def __call__(self, step, shape, itemsize):
+            return base(step, shape, itemsize)
+
+    shape = (8, 16)
+    cost = Unhashable()
+    layouts = [lay for mesh in _meshes(8) for lay in enumerate_layouts(mesh, shape)]
+    got = conversion_time_matrix(layouts[:4], layouts, shape, 2, cost)
+    assert got.tolist() == [[conversion_time(s, d, shape, 2, base) for d in layouts]
+                            for s in layouts[:4]]
