@@ -44,7 +44,10 @@ hidden gathers are placed after its forward compute (the model prices them apart
 
 Memory buffers (rules of ``memory``):
 
-- parameters, their gradients and optimizer slots are resident (``OpCost.param_bytes``);
+- parameters and optimizer slots are resident (``OpCost.param_bytes`` less one gradient);
+- a parameter's gradient is allocated by the backward of each consumer that computes
+  it, in the consumer's layout of the parameter, and freed after the edge's backward
+  collectives and the variable's update end (TensorFlow frees it after the update);
 - an op's output is allocated by its forward and freed after the last of: its own
   partial-sum all-reduces, each consumer's forward use (the first conversion step, or
   the consumer's forward when no conversion), a consumer's backward that keeps that very
@@ -56,8 +59,8 @@ Memory buffers (rules of ``memory``):
   backward; keep_consumer rebuilds the producer's copy the same way);
 - an intermediate conversion result lives from its step until the next step ends;
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
-  during its step, the last one of an activation gradient (not a parameter's) until the
-  producer's backward, which reads it, ends;
+  during its step, the last one of a gradient until its reader ends: the producer's
+  backward, or a parameter's update;
 - what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
   to its backward;
 - an activation gradient (the gradient an op's backward computes for an input that is
@@ -255,11 +258,12 @@ class PlanContext(RebuildTasks):
             if op.kind == "variable":
                 nbytes = output_layout(op, config, 0).local_bytes(op.outputs[0].shape,
                                                                   op.outputs[0].dtype.itemsize)
+                # its gradients are allocated by the backward of each consumer that
+                # computes one (``_gradient_buffers``), not resident
                 trained = cost.param_bytes > nbytes
                 parts = [("parameter", nbytes)]
                 if trained:
-                    parts += [("gradient", nbytes), ("optimizer slots",
-                                                     int(cost.param_bytes) - 2 * nbytes)]
+                    parts += [("optimizer slots", int(cost.param_bytes) - 2 * nbytes)]
                 for why, size in parts:
                     f.add_buffer(f"{c}:{why}{s}", int(size), why, rank=r)
                 continue
@@ -282,19 +286,27 @@ class PlanContext(RebuildTasks):
                                  alloc=task, free_after=[task])
 
     def _gradient_buffers(self, f: Fragment, k: int, config: Config, bwd: str, r: int) -> None:
-        """The activation gradients op ``k``'s backward computes: one per input a gradient
-        flows to (a parameter's is its resident ``gradient`` buffer instead), of the
-        input's local size, from this backward's start until its producer's backward
-        (which reads it) and the edge's backward collectives (``/in{i}/grad``) end."""
+        """The gradients op ``k``'s backward computes: one per input a gradient flows to,
+        of the input's local size, from this backward's start until the edge's backward
+        collectives (``/in{i}/grad``) end and its reader ends: the producer's backward
+        for an activation, the variable's update for a parameter."""
         op, c, s = self.ops[k], self.ops[k].name, self.sfx(r)
         for i, t in enumerate(op.inputs):
-            p = self.index[t.op]
-            if not self.grad_inputs[k][i] or t.op.kind == "variable":
+            if not self.grad_inputs[k][i]:
                 continue
-            frees = [f"{c}/in{i}/grad{s}"] + ([f"{t.op.name}/bwd{s}"] if self.has_bwd[p] else [])
+            reader = self._gradient_reader(self.index[t.op], r)
             f.add_buffer(f"{c}:in{i}/grad{s}",
                          input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize),
-                         "activation gradient", alloc=bwd, free_after=frees)
+                         "parameter gradient" if t.op.kind == "variable" else
+                         "activation gradient", alloc=bwd,
+                         free_after=[f"{c}/in{i}/grad{s}"] + reader)
+
+    def _gradient_reader(self, p: int, r: int) -> list[str]:
+        """The task that reads the gradients of op ``p``'s outputs: its backward, or a
+        trained variable's update (none: no task reads them)."""
+        if self.ops[p].kind == "variable":
+            return [f"{self.ops[p].name}/update{self.sfx(r)}"] if self.updates[p] else []
+        return [f"{self.ops[p].name}/bwd{self.sfx(r)}"] if self.has_bwd[p] else []
 
     def edge_fragment(self, f: Fragment, e: int, choice: EdgeChoice) -> None:
         """Edge ``e``'s conversions (forward, keep_producer rebuild, backward), the
@@ -355,12 +367,12 @@ class PlanContext(RebuildTasks):
             prev_q = f"{c}/in{n - 1}/P{s}" if i == 0 else f"{c}/in{i - 1}/Q{s}"
             names, end = self._collectives(f, bwd_calls, bwd_sec, r, prev_p if inside else prev_q,
                                            [bwd] if grad else [], c, "backward")
-            reader = [f"{prod}/bwd{s}"] if self.has_bwd[p] and self.ops[p].kind != "variable" else []
+            reader = self._gradient_reader(p, r)
+            why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
             for m, (task, call) in enumerate(zip(names, bwd_calls)):
                 last = m + 1 == len(names) and reader
-                f.add_buffer(f"{task}:buf", call.nbytes,
-                             "activation gradient" if last else "gradient in flight", alloc=task,
-                             free_after=[task] + (reader if last else []), rank=r)
+                f.add_buffer(f"{task}:buf", call.nbytes, why if last else "gradient in flight",
+                             alloc=task, free_after=[task] + (reader if last else []), rank=r)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))

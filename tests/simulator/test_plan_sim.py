@@ -80,10 +80,11 @@ def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_
     assert t.makespan_ps < forward + sum(s for _, s in split.values()) + sum(ar)   # it overlapped
 
 
-def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_two_gradients():
+def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_two_gradients_less_the_parameter_gradient():
     x = to.placeholder(to.float32, [16, 32], name="x")
     w = to.get_variable("w", [16, 32])
     h = x * w                                    # saves x and w (w: the parameter itself)
+    mul = h.op.name
     tanhs = []
     for _ in range(3):
         h = to.tanh(h)                           # saves its output
@@ -96,11 +97,39 @@ def test_on_a_chain_that_saves_every_output_the_peak_is_the_additive_memory_and_
     r = simulate_plan(graph, plan, cluster(1), model)
     # at the last tanh's backward every saved tensor is still live, and so are two
     # activation gradients of h's size: the one it reads (the mean's backward computed
-    # it) and the one it computes for the tanh before it
-    assert r.peak_memory_bytes == plan.memory_bytes + 2 * h.nbytes
+    # it) and the one it computes for the tanh before it; w's gradient (which the
+    # additive estimate counts) is not allocated yet: x * w's backward computes it
+    assert r.peak_memory_bytes == plan.memory_bytes - w.nbytes + 2 * h.nbytes
     live = {b.name for b in r.ranks[0].memory.live_at_peak}
-    assert {"x:out0", "w:parameter", "w:gradient", f"{loss.op.name}:in0/grad",
+    assert {"x:out0", "w:parameter", f"{loss.op.name}:in0/grad",
             f"{tanhs[2]}:in0/grad"} <= live
+    assert f"{mul}:in1/grad" not in live
+
+
+def test_a_parameter_gradient_lives_from_its_consumer_backward_until_the_update():
+    # TensorFlow allocates a weight's gradient when the op reading the weight runs its
+    # backward and frees it after the optimizer applies it (after its all-reduce)
+    from tensoropt.simulator.memory import _lifetimes
+
+    checked = 0
+    for graph, _, t in _sampled_timelines("mlp", 3):
+        g, b = t.graph, t.graph.buffers
+        alloc, free = _lifetimes(t)
+        start = dict(zip(g.names, t.start_ps.tolist()))
+        end = dict(zip(g.names, t.end_ps.tolist()))
+        ops = {op.name: op for op in graph.operations}
+        assert not any(n.endswith(":gradient") for n in b.names)       # none resident
+        for j, name in enumerate(b.names):
+            found = re.match(r"^([^:]+):in(\d+)/grad$", name)
+            if not found or b.why[j] != "parameter gradient":
+                continue
+            consumer, i = found.group(1), int(found.group(2))
+            var = ops[consumer].inputs[i].op
+            assert var.kind == "variable"
+            assert alloc[j] == start[f"{consumer}/bwd"], name
+            assert free[j] == max(end[f"{consumer}/in{i}/grad"], end[f"{var.name}/update"])
+            checked += 1
+    assert checked >= 3
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------

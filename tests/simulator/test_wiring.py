@@ -10,8 +10,8 @@ from tensoropt.cli import main as cli_main
 from tensoropt.plan import Plan
 
 
-def _model():
-    x = to.placeholder(to.float32, [16, 32], name="x")
+def _model(batch: int = 16):
+    x = to.placeholder(to.float32, [batch, 32], name="x")
     h = to.nn.relu(to.matmul(x, to.get_variable("w1", [32, 64])))
     loss = to.reduce_mean(to.matmul(h, to.get_variable("w2", [64, 8])))
     to.train.AdamOptimizer(0.1).minimize(loss)
@@ -36,7 +36,7 @@ def test_find_strategy_attaches_the_check_of_its_frontier(mode):
 
 
 def test_find_strategy_warns_when_the_simulated_peak_exceeds_the_limit():
-    _model()
+    _model(batch=256)                  # activations, not weights, make the peak
     plain = to.search_strategy(parallelism=4, cluster="paper-v100x16", simulate="chosen")
     row = next(r for r in plain.simulator_check["plans"] if r["index"] == plain.simulator_check["chosen_index"])
     assert row["simulated_peak_bytes"] > row["estimated_memory_bytes"]   # transient buffers
