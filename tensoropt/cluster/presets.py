@@ -86,10 +86,28 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
     """This job's cluster: the calibrated ``local`` one when a profile exists, else this
     machine's shape with nominal CPU numbers, named ``local-uncalibrated`` so that plans
     say their estimates are nominal (run ``tensoropt calibrate`` to measure them).
+
+    A job of one process (planning offline) takes the profile whatever its shape; a job of
+    several must have the profile's shape (machines x devices per machine).
+
+    Raises:
+        ValueError: a multi-process job's shape differs from the profile's (saying the
+            calibrate command for this job).
     """
     path = profile_path(profile)
     if path.exists():
-        return CalibrationProfile.load(path).to_cluster()
+        cluster = CalibrationProfile.load(path).to_cluster()
+        job = (machines, devices_per_machine)
+        if machines * devices_per_machine > 1 and job != (cluster.machines,
+                                                          cluster.devices_per_machine):
+            raise ValueError(
+                f"the calibration profile {path} was measured on {cluster.machines} machine(s) x "
+                f"{cluster.devices_per_machine} rank(s), but this job runs {machines} x "
+                f"{devices_per_machine}: its collectives were not measured. Calibrate this job's "
+                f"shape (mpirun -np {machines * devices_per_machine} tensoropt calibrate --out "
+                f"{path}, with the same hosts), or point {PROFILE_ENV} at a profile of it, or "
+                "pass cluster= a preset or cluster file")
+        return cluster
     physical = physical_memory_bytes(default=8 * 2**30)
     return Cluster(name="local-uncalibrated", machines=machines, devices_per_machine=devices_per_machine,
                    memory_bytes=float(physical // devices_per_machine), peak_flops=NOMINAL_CPU_PEAK_FLOPS,

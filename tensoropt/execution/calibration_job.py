@@ -47,6 +47,7 @@ from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
 from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.execution.calibration_overheads import measure_overheads
+from tensoropt.execution.hosts import job_hostnames
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
 
@@ -90,8 +91,11 @@ class Calibrator:
         self.comm = comm or MPI.COMM_WORLD
         self.MPI = MPI
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
-        self.hostnames = list(self.comm.allgather(socket.gethostname()))
-        self.local_ranks = self.hostnames.count(self.hostnames[self.rank])
+        gathered = list(self.comm.allgather(socket.gethostname()))
+        # the job's machines as the runtime sees them (TENSOROPT_HOSTS may declare them);
+        # the threads are shared among the ranks on this physical host
+        self.hostnames = list(job_hostnames(gathered, os.environ))
+        self.local_ranks = gathered.count(gathered[self.rank])
         self.tf = tf = import_tensorflow()
         if intra_threads is None:
             intra_threads = max(1, (os.cpu_count() or 1) // self.local_ranks)

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from tensoropt.cluster import COLLECTIVES, CalibrationProfile, Cluster, Link, get_cluster
+from tensoropt.cluster.presets import local_cluster
 from tensoropt.costs.collective_times import AnalyticalCollectives, ProfiledCollectives
 
 V100 = get_cluster("paper-v100x16")
@@ -155,6 +156,18 @@ def test_profile_round_trip_and_local_cluster(tmp_path):
     assert local.intra.bandwidth_bytes_per_s == pytest.approx(bw)
     assert local.inter == local.intra
     assert get_cluster("local", profile=path, devices=2).devices == 2
+
+
+def test_a_job_of_another_shape_than_the_profile_is_told_to_calibrate_it(tmp_path):
+    path = tmp_path / "local.json"
+    _profile(_alpha_beta("allreduce", 4, 1, 1e-4, 1e9, SIZES)).save(path)   # 1 machine x 4
+    assert local_cluster(1, 4, profile=path).name == "local"
+    assert local_cluster(profile=path).devices == 4       # one process plans offline: any shape
+    for machines, per_machine in ((2, 2), (1, 2)):
+        with pytest.raises(ValueError, match=rf"measured on 1 machine\(s\) x 4 rank\(s\), but this "
+                           rf"job runs {machines} x {per_machine}.*mpirun -np {machines * per_machine} "
+                           "tensoropt calibrate --out"):
+            local_cluster(machines, per_machine, profile=path)
 
 
 def _good_profile_dict():

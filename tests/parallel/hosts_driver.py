@@ -46,10 +46,16 @@ plan = to.Plan.load(sys.argv[1])
 to.build_execution_graph(plan=plan)
 losses = [float(to.run([spec.loss, spec.train_op], f)[0]) for f in feeds]
 local = runtime.local_cluster()
+# a calibration of this job describes the machines TENSOROPT_HOSTS declares, as the runtime does
+from tensoropt.execution.calibration_job import Calibrator  # noqa: E402
+
+profile = Calibrator(runtime._runtime.comm, process_sets=sets).build_profile({}, repeats=1)
 if world.rank == 0:
     with open(sys.argv[2], "w") as f:
         json.dump({"machines": world.machines, "devices_per_machine": world.devices_per_machine,
                    "local_cluster": [local.machines, local.devices_per_machine],
+                   "calibrated": [profile.machines, profile.devices_per_machine,
+                                  list(profile.hostnames)],
                    "losses": losses, "reference": [float(v) for v in reference],
                    "loss_rel": PARITY.rel(losses, reference), "ranks": gathered,
                    "machine_groups": [list(g) for g in groups]}, f)

@@ -25,12 +25,14 @@ def _mpirun(n, args, hosts=None, timeout=600):
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         pytest.skip("mpirun is not installed; run `make setup`")
+    # no calibration profile: the jobs' local cluster is their own (uncalibrated) shape,
+    # whatever profiles/local.json this checkout has
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", OMPI_MCA_rmaps_base_oversubscribe="1",
-               HOROVOD_CYCLE_TIME="0.2")
+               HOROVOD_CYCLE_TIME="0.2", TENSOROPT_PROFILE=str(ROOT / "tests" / "parallel" / "absent.json"))
     if hosts:
         env["TENSOROPT_HOSTS"] = hosts
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n)]
-    cmd += ["-x", "TENSOROPT_HOSTS"] if hosts else []
+    cmd += ["-x", "TENSOROPT_PROFILE"] + (["-x", "TENSOROPT_HOSTS"] if hosts else [])
     return subprocess.run(cmd + [sys.executable, *args], capture_output=True, text=True, timeout=timeout,
                           env=env)
 
@@ -62,6 +64,7 @@ def test_a_plan_for_two_machines_runs_unchanged_on_four_ranks_of_two_hosts(tmp_p
     result = json.loads((tmp_path / "out.json").read_text())
     assert (result["machines"], result["devices_per_machine"]) == (2, 2)
     assert result["local_cluster"] == [2, 2]
+    assert result["calibrated"] == [2, 2, ["hostA", "hostA", "hostB", "hostB"]]
     assert result["loss_rel"] <= 1e-4, result
     # each machine's ranks have their process set; collectives inside one stay on it
     assert result["machine_groups"] == [[0, 1], [2, 3]]
