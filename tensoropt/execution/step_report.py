@@ -74,8 +74,9 @@ class StepReporter:
         mine = (statistics.median(self.walls) if self.walls else profile.wall_s, profile.peak_bytes)
         gathered = self.comm.allgather(mine) if self.comm is not None else [mine]
         self.line = self.format(max(t for t, _ in gathered), [m for _, m in gathered])
-        if self.rank == 0:
-            print(self.line, file=self.out, flush=True)
+        if self.rank == 0:   # one write: mpirun forwards each write of a rank apart
+            self.out.write(self.line + "\n")
+            self.out.flush()
 
     def format(self, time_s: float, peaks: list[float]) -> str:
         plan, sim = self.plan, self.simulated
