@@ -82,6 +82,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator.step_buffers import conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
@@ -203,18 +204,32 @@ class PlanContext(RebuildTasks):
                 for c in items]
 
     def _conversion_buffers(self, f: Fragment, names: list[str], steps, tensor, last_name: str,
-                            last_free: list[str], r: int, why: str) -> None:
-        """Intermediate results of a conversion (each until the next step ends) and its
-        final copy (``last_name``, until ``last_free``)."""
-        steps = [s for s in steps if s.kind != "slice"]
-        shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
-        for m, task in enumerate(names):
+                            last_free: list[str], r: int, why: str,
+                            ready: list[str] | None = None) -> bool:
+        """A conversion's buffers as TensorFlow holds them (``step_buffers``): per step,
+        the moved copy of its input (from ``ready``, the tasks after which the first
+        step's input exists, else from the step's start, until the step ends), its
+        scratch (during the step), its value (until the next step ends); the last
+        value (``last_name``) until ``last_free``. Returns whether the converted value
+        is a view of the producer's buffer (which must then live as long)."""
+        held = conversion_step_buffers(steps, tuple(tensor.shape), tensor.dtype.itemsize)
+        assert not names or len(names) == len(held.steps), (names, steps)
+        for m, (task, b) in enumerate(zip(names, held.steps)):
+            if b.moved_in:
+                alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
+                    else task
+                f.add_buffer(f"{task}:moved in", b.moved_in, "conversion", alloc=alloc,
+                             free_after=[task], rank=r)
+            if b.scratch:
+                f.add_buffer(f"{task}:scratch", b.scratch, "conversion", alloc=task,
+                             free_after=[task], rank=r)
             if m + 1 < len(names):
-                f.add_buffer(f"{task}:out", steps[m].dst.local_bytes(shape, itemsize),
-                             "conversion", alloc=task, free_after=[names[m + 1]], rank=r)
+                f.add_buffer(f"{task}:out", b.out, "conversion", alloc=task,
+                             free_after=[names[m + 1]], rank=r)
         if names:
-            f.add_buffer(last_name + self.sfx(r), steps[-1].dst.local_bytes(shape, itemsize)
-                         if steps else 0, why, alloc=names[-1], free_after=last_free, rank=r)
+            f.add_buffer(last_name + self.sfx(r), held.steps[-1].out, why,
+                         alloc=names[-1], free_after=last_free, rank=r)
+        return held.view_of_input and bool(names)
 
     # -- fragments -------------------------------------------------------------------------
     def op_fragment(self, f: Fragment, k: int, config: Config) -> None:
@@ -345,10 +360,10 @@ class PlanContext(RebuildTasks):
             self._join(f, f"{c}/in{i}/data", r, names[-1:] or [src])
             keep_copy = saves and ep.reuse != "keep_producer"
             if converted:
-                self._conversion_buffers(f, names, ep.forward_steps, tensor,
-                                         f"{c}/in{i}:copy", [fwd] + ([bwd] if keep_copy else []),
-                                         r, "activation")
-                self._join(f, f"{c}/in{i}/release", r, names[:1])
+                uses = [fwd] + ([bwd] if keep_copy else [])
+                view = self._conversion_buffers(f, names, ep.forward_steps, tensor,
+                                                f"{c}/in{i}:copy", uses, r, "activation", [src])
+                self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1])
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
             # backward: slot R (keep_producer rebuild), then P (inputs the op converts
