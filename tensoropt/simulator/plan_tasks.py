@@ -46,8 +46,9 @@ Memory buffers (rules of ``memory``):
 
 - parameters and optimizer slots are resident (``OpCost.param_bytes`` less one gradient);
 - a parameter's gradient is allocated by the backward of each consumer that computes
-  it, in the consumer's layout of the parameter, and freed after the edge's backward
-  collectives and the variable's update end (TensorFlow frees it after the update);
+  it, in the consumer's layout of the parameter, and freed after its first reader ends:
+  the edge's first backward collective (or the transpose that moves it for one), else
+  the variable's update (TensorFlow frees a tensor when its last reader is done);
 - an op's output is allocated by its forward and freed after the last of: its own
   partial-sum all-reduces, each consumer's forward use (the first conversion step, or
   the consumer's forward when no conversion), a consumer's backward that keeps that very
@@ -57,17 +58,24 @@ Memory buffers (rules of ``memory``):
   or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
   backward: the rebuilt copy lives from the rebuild's last step to the consumer's
   backward; keep_consumer rebuilds the producer's copy the same way);
+- a conversion step holds what TensorFlow's lowering of it holds (``step_buffers``):
+  the transposed copy of its input when it gathers, scatters or exchanges along a dim
+  that is not the first (made as soon as the input exists: for a variable's forward
+  conversion, at the step's start, as TensorFlow runs it outside the collective chain;
+  freed when the collective ends), the collective's result before it is moved back and
+  a copying split's pieces (during the step), and its result; a dim-0 split is a view,
+  so a conversion of such slices only keeps the producer's buffer alive instead;
 - an intermediate conversion result lives from its step until the next step ends;
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
-  during its step, the last one of a gradient until its reader ends: the producer's
-  backward, or a parameter's update;
+  until the next step ends, the last one of a gradient until its reader ends: the
+  producer's backward, or a parameter's update;
 - what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
   to its backward;
 - an activation gradient (the gradient an op's backward computes for an input that is
   not a parameter, of the input's local size in the consumer's layout) lives from that
-  backward's start until the producer's backward, which reads it, ends (and the edge's
-  backward collectives: their own step buffers are counted apart). The additive estimate
-  does not count these;
+  backward's start until its first reader ends, as a parameter's gradient: the edge's
+  first backward collective (their own step buffers are counted apart), else the
+  producer's backward. The additive estimate does not count these;
 - an op's workspace (``CostModel.workspace_bytes``: what the profiler measured its
   forward and backward passes allocate beyond their outputs) lives during that task.
 """
@@ -82,7 +90,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
-from tensoropt.simulator.step_buffers import conversion_step_buffers
+from tensoropt.simulator.step_buffers import StepBuffers, conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
@@ -302,19 +310,18 @@ class PlanContext(RebuildTasks):
 
     def _gradient_buffers(self, f: Fragment, k: int, config: Config, bwd: str, r: int) -> None:
         """The gradients op ``k``'s backward computes: one per input a gradient flows to,
-        of the input's local size, from this backward's start until the edge's backward
-        collectives (``/in{i}/grad``) end and its reader ends: the producer's backward
-        for an activation, the variable's update for a parameter."""
+        of the input's local size, from this backward's start until its first reader
+        ends (``/in{i}/grad_read``): the edge's first backward collective (or the
+        transpose before it), else the producer's backward for an activation or the
+        variable's update for a parameter."""
         op, c, s = self.ops[k], self.ops[k].name, self.sfx(r)
         for i, t in enumerate(op.inputs):
             if not self.grad_inputs[k][i]:
                 continue
-            reader = self._gradient_reader(self.index[t.op], r)
             f.add_buffer(f"{c}:in{i}/grad{s}",
                          input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize),
                          "parameter gradient" if t.op.kind == "variable" else
-                         "activation gradient", alloc=bwd,
-                         free_after=[f"{c}/in{i}/grad{s}"] + reader)
+                         "activation gradient", alloc=bwd, free_after=[f"{c}/in{i}/grad_read{s}"])
 
     def _gradient_reader(self, p: int, r: int) -> list[str]:
         """The task that reads the gradients of op ``p``'s outputs: its backward, or a
@@ -336,13 +343,18 @@ class PlanContext(RebuildTasks):
         fwd_sec = self._step_seconds(ep.forward_steps, tensor)
         rebuild = inside and self.has_bwd[k]
         grad = self.grad_inputs[k][i]
-        bwd_calls, bwd_sec = [], []
+        bwd_calls, bwd_sec, bwd_held = [], [], []
         if grad:
             items = [x for x in op_collectives(op, config, self.grad_inputs[k]) if x.input == i]
             bwd_calls, bwd_sec = own_calls(op, config, items), self._own_seconds(config, items)
+            bwd_held = [StepBuffers(0, 0, call.nbytes) for call in bwd_calls]
             if ep.forward_steps:
-                bwd_calls += step_calls(ep.backward_steps, f"{c}/in{i}/grad", tensor, "backward")
+                calls = step_calls(ep.backward_steps, f"{c}/in{i}/grad", tensor, "backward")
+                bwd_calls += calls
                 bwd_sec += self._step_seconds(ep.backward_steps, tensor)
+                if calls:
+                    bwd_held += conversion_step_buffers(ep.backward_steps, tuple(tensor.shape),
+                                                        tensor.dtype.itemsize).steps
         for r in self.ranks:
             s = self.sfx(r)
             src, fwd, bwd = f"{prod}/out{j}{s}", f"{c}/fwd{s}", f"{c}/bwd{s}"
@@ -384,10 +396,23 @@ class PlanContext(RebuildTasks):
                                            [bwd] if grad else [], c, "backward")
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
-            for m, (task, call) in enumerate(zip(names, bwd_calls)):
+            for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
-                f.add_buffer(f"{task}:buf", call.nbytes, why if last else "gradient in flight",
-                             alloc=task, free_after=[task] + (reader if last else []), rank=r)
+                if held.moved_in:     # moved as soon as its input exists
+                    ready = self._join(f, f"{call.name}/ready", r, [names[m - 1] if m else bwd])
+                    f.add_buffer(f"{task}:moved in", held.moved_in, "gradient in flight",
+                                 alloc=ready, free_after=[task], rank=r)
+                if held.scratch:
+                    f.add_buffer(f"{task}:scratch", held.scratch, "gradient in flight",
+                                 alloc=task, free_after=[task], rank=r)
+                after = reader if last else names[m + 1:m + 2]
+                f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
+                             alloc=task, free_after=[task] + after, rank=r)
+            # the gradient the consumer computed is read by the first backward collective
+            # (or the transpose before it), else by the reader itself
+            first = [f"{bwd_calls[0].name}/ready{s}"] if names and bwd_held[0].moved_in else \
+                names[:1] or (reader if grad else [])
+            self._join(f, f"{c}/in{i}/grad_read", r, first)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))
