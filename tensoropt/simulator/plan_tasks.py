@@ -45,6 +45,10 @@ hidden gathers are placed after its forward compute (the model prices them apart
 Memory buffers (rules of ``memory``):
 
 - parameters and optimizer slots are resident (``OpCost.param_bytes`` less one gradient);
+- a variable read by an ``embedding_lookup`` and trained by Adam takes TensorFlow's sparse
+  update, which first scales both slots (``m * beta1``, ``v * beta2``) into new buffers:
+  it needs no gradient, so it runs as the step starts; the step's allocation records
+  hold these two copies to the step's end (the old slots were allocated before it);
 - a parameter's gradient is allocated by the backward of each consumer that computes
   it, in the consumer's layout of the parameter, and freed after its first reader ends:
   the edge's first backward collective (or the transpose that moves it for one), else
@@ -128,6 +132,13 @@ class PlanContext(RebuildTasks):
         self.updates = [op.kind == "variable" and op.outputs[0] in model.trained and
                         any(self.edge_grad(e) for e in self.out_edges[k].get(0, ()))
                         for k, op in enumerate(self.ops)]
+        # Adam's sparse update (an embedding's gradient) scales the slots before it adds
+        # the gradient; see the module doc
+        adam = {v.op for st in getattr(graph, "train_steps", ()) for v in st.var_list
+                if getattr(st.optimizer, "tf_name", "") == "AdamOptimizer"}
+        self.sparse_adam = [self.updates[k] and op in adam and any(
+            self.ops[self.edges[e][0]].kind == "embedding_lookup" and self.edges[e][1] == 0
+            for e in self.out_edges[k].get(0, ())) for k, op in enumerate(self.ops)]
         n = model.num_devices
         self.ranks = [0] if options.ranks == "representative" else list(range(n))
         self.resources = [f"{kind}:{r}" for r in self.ranks
@@ -289,6 +300,9 @@ class PlanContext(RebuildTasks):
                     parts += [("optimizer slots", int(cost.param_bytes) - 2 * nbytes)]
                 for why, size in parts:
                     f.add_buffer(f"{c}:{why}{s}", int(size), why, rank=r)
+                if self.sparse_adam[k]:
+                    f.add_buffer(f"{c}:rescaled slots{s}", 2 * nbytes, "optimizer slots",
+                                 alloc=fwd, rank=r)
                 continue
             for j, t in enumerate(op.outputs):
                 frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"]

@@ -5,6 +5,7 @@ import importlib.util
 import pathlib
 
 import numpy as np
+import pytest
 
 import tensoropt as to
 from reschedule import Layout, Step
@@ -118,3 +119,37 @@ def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_sta
             assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
             checked += 1
     assert checked >= 2
+
+
+def _embedding_model(optimizer):
+    to.reset_default_graph()
+    ids = to.placeholder(to.int32, [8], name="ids")
+    table = to.get_variable("table", [100, 16])
+    h = to.nn.embedding_lookup(table, ids)
+    loss = to.reduce_mean(h * h)
+    optimizer.minimize(loss)
+    return to.get_default_graph(), table
+
+
+@pytest.mark.parametrize("optimizer, copies", [(to.train.AdamOptimizer(0.1), 2),
+                                               (to.train.MomentumOptimizer(0.1, 0.9), 0)])
+def test_adams_sparse_update_of_an_embedding_holds_two_scaled_slot_copies_from_the_step_start(
+        optimizer, copies):
+    # TensorFlow's Adam updates an embedding's rows sparsely: it first assigns m * beta1 and
+    # v * beta2 into new slot buffers, needing no gradient, so as the step starts; the
+    # step's allocation records then hold both copies to its end. Momentum updates in place.
+    graph, table = _embedding_model(optimizer)
+    cl = plan_models.cluster(1)
+    model = CostModel(graph, 1, AnalyticalCollectives(cl), cl.peak_flops)
+    sim = PlanSimulator(graph, model, cl)
+    plan = sample_plan(sampling_space(graph, model), np.random.default_rng(0))
+    t = sim.simulate_full(sim.versions_for_plan(plan))
+    b = t.graph.buffers
+    alloc, free = _lifetimes(t)
+    names = list(b.names)
+    if not copies:
+        assert "table:rescaled slots" not in names
+        return
+    j = names.index("table:rescaled slots")
+    assert b.size_bytes[j] == copies * table.nbytes == 2 * 100 * 16 * 4
+    assert alloc[j] == 0 and free[j] == -1                 # from the start, never freed
