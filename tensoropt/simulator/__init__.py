@@ -30,7 +30,7 @@ Modules: ``graph`` (TaskGraph, Fragment), ``engine`` (the event loop, Timeline),
 path), ``trace`` (Chrome trace), ``order_stats`` (Kendall tau-b, inversions,
 dominance), ``synthetic`` (generated graphs), ``bench`` (full vs delta);
 ``plan_options`` (SimOptions), ``plan_tasks`` (a plan's fragments: tasks, order,
-buffers), ``plan_sim`` (PlanSimulator, simulate_plan), ``check`` (check_frontier).
+buffers), ``step_buffers`` (what TensorFlow's lowering of a conversion step holds), ``plan_sim`` (PlanSimulator, simulate_plan), ``check`` (check_frontier).
 The plan modules read ``tensoropt``'s graph, configurations, cost model and collective
 schedule, none of which imports TensorFlow.
 

@@ -45,9 +45,14 @@ hidden gathers are placed after its forward compute (the model prices them apart
 Memory buffers (rules of ``memory``):
 
 - parameters and optimizer slots are resident (``OpCost.param_bytes`` less one gradient);
+- a variable read by an ``embedding_lookup`` and trained by Adam takes TensorFlow's sparse
+  update, which first scales both slots (``m * beta1``, ``v * beta2``) into new buffers:
+  it needs no gradient, so it runs as the step starts; the step's allocation records
+  hold these two copies to the step's end (the old slots were allocated before it);
 - a parameter's gradient is allocated by the backward of each consumer that computes
-  it, in the consumer's layout of the parameter, and freed after the edge's backward
-  collectives and the variable's update end (TensorFlow frees it after the update);
+  it, in the consumer's layout of the parameter, and freed after its first reader ends:
+  the edge's first backward collective (or the transpose that moves it for one), else
+  the variable's update (TensorFlow frees a tensor when its last reader is done);
 - an op's output is allocated by its forward and freed after the last of: its own
   partial-sum all-reduces, each consumer's forward use (the first conversion step, or
   the consumer's forward when no conversion), a consumer's backward that keeps that very
@@ -57,17 +62,24 @@ Memory buffers (rules of ``memory``):
   or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
   backward: the rebuilt copy lives from the rebuild's last step to the consumer's
   backward; keep_consumer rebuilds the producer's copy the same way);
+- a conversion step holds what TensorFlow's lowering of it holds (``step_buffers``):
+  the transposed copy of its input when it gathers, scatters or exchanges along a dim
+  that is not the first (made as soon as the input exists: for a variable's forward
+  conversion, at the step's start, as TensorFlow runs it outside the collective chain;
+  freed when the collective ends), the collective's result before it is moved back and
+  a copying split's pieces (during the step), and its result; a dim-0 split is a view,
+  so a conversion of such slices only keeps the producer's buffer alive instead;
 - an intermediate conversion result lives from its step until the next step ends;
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
-  during its step, the last one of a gradient until its reader ends: the producer's
-  backward, or a parameter's update;
+  until the next step ends, the last one of a gradient until its reader ends: the
+  producer's backward, or a parameter's update;
 - what backward keeps inside an op (``space.saved_internal``) lives from the op's forward
   to its backward;
 - an activation gradient (the gradient an op's backward computes for an input that is
   not a parameter, of the input's local size in the consumer's layout) lives from that
-  backward's start until the producer's backward, which reads it, ends (and the edge's
-  backward collectives: their own step buffers are counted apart). The additive estimate
-  does not count these;
+  backward's start until its first reader ends, as a parameter's gradient: the edge's
+  first backward collective (their own step buffers are counted apart), else the
+  producer's backward. The additive estimate does not count these;
 - an op's workspace (``CostModel.workspace_bytes``: what the profiler measured its
   forward and backward passes allocate beyond their outputs) lives during that task.
 """
@@ -82,6 +94,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator.step_buffers import StepBuffers, conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
@@ -119,6 +132,13 @@ class PlanContext(RebuildTasks):
         self.updates = [op.kind == "variable" and op.outputs[0] in model.trained and
                         any(self.edge_grad(e) for e in self.out_edges[k].get(0, ()))
                         for k, op in enumerate(self.ops)]
+        # Adam's sparse update (an embedding's gradient) scales the slots before it adds
+        # the gradient; see the module doc
+        adam = {v.op for st in getattr(graph, "train_steps", ()) for v in st.var_list
+                if getattr(st.optimizer, "tf_name", "") == "AdamOptimizer"}
+        self.sparse_adam = [self.updates[k] and op in adam and any(
+            self.ops[self.edges[e][0]].kind == "embedding_lookup" and self.edges[e][1] == 0
+            for e in self.out_edges[k].get(0, ())) for k, op in enumerate(self.ops)]
         n = model.num_devices
         self.ranks = [0] if options.ranks == "representative" else list(range(n))
         self.resources = [f"{kind}:{r}" for r in self.ranks
@@ -203,18 +223,32 @@ class PlanContext(RebuildTasks):
                 for c in items]
 
     def _conversion_buffers(self, f: Fragment, names: list[str], steps, tensor, last_name: str,
-                            last_free: list[str], r: int, why: str) -> None:
-        """Intermediate results of a conversion (each until the next step ends) and its
-        final copy (``last_name``, until ``last_free``)."""
-        steps = [s for s in steps if s.kind != "slice"]
-        shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
-        for m, task in enumerate(names):
+                            last_free: list[str], r: int, why: str,
+                            ready: list[str] | None = None) -> bool:
+        """A conversion's buffers as TensorFlow holds them (``step_buffers``): per step,
+        the moved copy of its input (from ``ready``, the tasks after which the first
+        step's input exists, else from the step's start, until the step ends), its
+        scratch (during the step), its value (until the next step ends); the last
+        value (``last_name``) until ``last_free``. Returns whether the converted value
+        is a view of the producer's buffer (which must then live as long)."""
+        held = conversion_step_buffers(steps, tuple(tensor.shape), tensor.dtype.itemsize)
+        assert not names or len(names) == len(held.steps), (names, steps)
+        for m, (task, b) in enumerate(zip(names, held.steps)):
+            if b.moved_in:
+                alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
+                    else task
+                f.add_buffer(f"{task}:moved in", b.moved_in, "conversion", alloc=alloc,
+                             free_after=[task], rank=r)
+            if b.scratch:
+                f.add_buffer(f"{task}:scratch", b.scratch, "conversion", alloc=task,
+                             free_after=[task], rank=r)
             if m + 1 < len(names):
-                f.add_buffer(f"{task}:out", steps[m].dst.local_bytes(shape, itemsize),
-                             "conversion", alloc=task, free_after=[names[m + 1]], rank=r)
+                f.add_buffer(f"{task}:out", b.out, "conversion", alloc=task,
+                             free_after=[names[m + 1]], rank=r)
         if names:
-            f.add_buffer(last_name + self.sfx(r), steps[-1].dst.local_bytes(shape, itemsize)
-                         if steps else 0, why, alloc=names[-1], free_after=last_free, rank=r)
+            f.add_buffer(last_name + self.sfx(r), held.steps[-1].out, why,
+                         alloc=names[-1], free_after=last_free, rank=r)
+        return held.view_of_input and bool(names)
 
     # -- fragments -------------------------------------------------------------------------
     def op_fragment(self, f: Fragment, k: int, config: Config) -> None:
@@ -266,6 +300,9 @@ class PlanContext(RebuildTasks):
                     parts += [("optimizer slots", int(cost.param_bytes) - 2 * nbytes)]
                 for why, size in parts:
                     f.add_buffer(f"{c}:{why}{s}", int(size), why, rank=r)
+                if self.sparse_adam[k]:
+                    f.add_buffer(f"{c}:rescaled slots{s}", 2 * nbytes, "optimizer slots",
+                                 alloc=fwd, rank=r)
                 continue
             for j, t in enumerate(op.outputs):
                 frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"]
@@ -287,19 +324,18 @@ class PlanContext(RebuildTasks):
 
     def _gradient_buffers(self, f: Fragment, k: int, config: Config, bwd: str, r: int) -> None:
         """The gradients op ``k``'s backward computes: one per input a gradient flows to,
-        of the input's local size, from this backward's start until the edge's backward
-        collectives (``/in{i}/grad``) end and its reader ends: the producer's backward
-        for an activation, the variable's update for a parameter."""
+        of the input's local size, from this backward's start until its first reader
+        ends (``/in{i}/grad_read``): the edge's first backward collective (or the
+        transpose before it), else the producer's backward for an activation or the
+        variable's update for a parameter."""
         op, c, s = self.ops[k], self.ops[k].name, self.sfx(r)
         for i, t in enumerate(op.inputs):
             if not self.grad_inputs[k][i]:
                 continue
-            reader = self._gradient_reader(self.index[t.op], r)
             f.add_buffer(f"{c}:in{i}/grad{s}",
                          input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize),
                          "parameter gradient" if t.op.kind == "variable" else
-                         "activation gradient", alloc=bwd,
-                         free_after=[f"{c}/in{i}/grad{s}"] + reader)
+                         "activation gradient", alloc=bwd, free_after=[f"{c}/in{i}/grad_read{s}"])
 
     def _gradient_reader(self, p: int, r: int) -> list[str]:
         """The task that reads the gradients of op ``p``'s outputs: its backward, or a
@@ -321,13 +357,18 @@ class PlanContext(RebuildTasks):
         fwd_sec = self._step_seconds(ep.forward_steps, tensor)
         rebuild = inside and self.has_bwd[k]
         grad = self.grad_inputs[k][i]
-        bwd_calls, bwd_sec = [], []
+        bwd_calls, bwd_sec, bwd_held = [], [], []
         if grad:
             items = [x for x in op_collectives(op, config, self.grad_inputs[k]) if x.input == i]
             bwd_calls, bwd_sec = own_calls(op, config, items), self._own_seconds(config, items)
+            bwd_held = [StepBuffers(0, 0, call.nbytes) for call in bwd_calls]
             if ep.forward_steps:
-                bwd_calls += step_calls(ep.backward_steps, f"{c}/in{i}/grad", tensor, "backward")
+                calls = step_calls(ep.backward_steps, f"{c}/in{i}/grad", tensor, "backward")
+                bwd_calls += calls
                 bwd_sec += self._step_seconds(ep.backward_steps, tensor)
+                if calls:
+                    bwd_held += conversion_step_buffers(ep.backward_steps, tuple(tensor.shape),
+                                                        tensor.dtype.itemsize).steps
         for r in self.ranks:
             s = self.sfx(r)
             src, fwd, bwd = f"{prod}/out{j}{s}", f"{c}/fwd{s}", f"{c}/bwd{s}"
@@ -345,10 +386,10 @@ class PlanContext(RebuildTasks):
             self._join(f, f"{c}/in{i}/data", r, names[-1:] or [src])
             keep_copy = saves and ep.reuse != "keep_producer"
             if converted:
-                self._conversion_buffers(f, names, ep.forward_steps, tensor,
-                                         f"{c}/in{i}:copy", [fwd] + ([bwd] if keep_copy else []),
-                                         r, "activation")
-                self._join(f, f"{c}/in{i}/release", r, names[:1])
+                uses = [fwd] + ([bwd] if keep_copy else [])
+                view = self._conversion_buffers(f, names, ep.forward_steps, tensor,
+                                                f"{c}/in{i}:copy", uses, r, "activation", [src])
+                self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1])
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
             # backward: slot R (keep_producer rebuild), then P (inputs the op converts
@@ -369,10 +410,23 @@ class PlanContext(RebuildTasks):
                                            [bwd] if grad else [], c, "backward")
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
-            for m, (task, call) in enumerate(zip(names, bwd_calls)):
+            for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
-                f.add_buffer(f"{task}:buf", call.nbytes, why if last else "gradient in flight",
-                             alloc=task, free_after=[task] + (reader if last else []), rank=r)
+                if held.moved_in:     # moved as soon as its input exists
+                    ready = self._join(f, f"{call.name}/ready", r, [names[m - 1] if m else bwd])
+                    f.add_buffer(f"{task}:moved in", held.moved_in, "gradient in flight",
+                                 alloc=ready, free_after=[task], rank=r)
+                if held.scratch:
+                    f.add_buffer(f"{task}:scratch", held.scratch, "gradient in flight",
+                                 alloc=task, free_after=[task], rank=r)
+                after = reader if last else names[m + 1:m + 2]
+                f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
+                             alloc=task, free_after=[task] + after, rank=r)
+            # the gradient the consumer computed is read by the first backward collective
+            # (or the transpose before it), else by the reader itself
+            first = [f"{bwd_calls[0].name}/ready{s}"] if names and bwd_held[0].moved_in else \
+                names[:1] or (reader if grad else [])
+            self._join(f, f"{c}/in{i}/grad_read", r, first)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
             self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))

@@ -1,0 +1,155 @@
+"""The buffers TensorFlow's lowering holds for a conversion's steps (closed forms by
+hand), and the simulated peak of a conversion that moves a weight's columns."""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import tensoropt as to
+from reschedule import Layout, Step
+from tensoropt import models
+from tensoropt.costs.collective_times import AnalyticalCollectives
+from tensoropt.costs.model import CostModel
+from tensoropt.search.driver import sample_plan, sampling_space
+from tensoropt.simulator import PlanSimulator
+from tensoropt.simulator.memory import _lifetimes
+from tensoropt.simulator.step_buffers import (StepBuffers, conversion_step_buffers, split_copies,
+                                              transpose_copies)
+
+_HELPERS = importlib.util.spec_from_file_location(
+    "sim_plan_models", pathlib.Path(__file__).with_name("plan_models.py"))
+plan_models = importlib.util.module_from_spec(_HELPERS)
+_HELPERS.loader.exec_module(plan_models)
+
+L = Layout.parse
+SHAPE, F32 = (64, 32), 4                 # a [64, 32] float32 tensor: 8192 B in all
+FULL, HALF = 64 * 32 * 4, 64 * 32 * 2
+
+
+def test_transpose_and_split_copy_only_when_tensorflow_moves_data():
+    assert not transpose_copies((64, 32), 0)         # already in front
+    assert transpose_copies((64, 16), 1)
+    assert not transpose_copies((1, 16), 1)          # only a size-1 dim moves: a reshape
+    assert not split_copies((64, 32), 0, 2, 4)       # 128 B rows: views
+    assert split_copies((64, 32), 1, 2, 4)
+    assert split_copies((512,), 0, 2, 4)             # 4 B inner block: not aligned, copies
+    assert not split_copies((64, 32), 1, 1, 4)       # one piece: the input itself
+
+
+def test_allgather_of_columns_holds_the_moved_input_the_gathered_and_the_moved_back():
+    step = Step.make_allgather(L("[2] R,S0"), 0)
+    held = conversion_step_buffers([step], SHAPE, F32)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=FULL, out=FULL),)
+    assert not held.view_of_input
+    rows = conversion_step_buffers([Step.make_allgather(L("[2] S0,R"), 0)], SHAPE, F32)
+    assert rows.steps == (StepBuffers(0, 0, FULL),)  # dim 0: no transpose, no copy
+
+
+def test_a_split_after_a_gather_copies_unless_it_splits_rows():
+    gather = Step.make_allgather(L("[2] S0,R"), 0)                   # -> R,R
+    by_cols = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
+    # the split writes both halves (FULL), keeps one; the gathered input dies with it
+    assert by_cols.steps == (StepBuffers(0, FULL + HALF, HALF),)
+    by_rows = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
+    assert by_rows.steps == (StepBuffers(0, 0, FULL),)               # a view of the gathered
+
+
+def test_a_conversion_of_slices_only_is_a_view_or_one_copy():
+    rows = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
+    assert rows.view_of_input and rows.steps == (StepBuffers(0, 0, 0),)
+    cols = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
+    assert not cols.view_of_input and cols.steps == (StepBuffers(0, 0, HALF),)
+
+
+def test_alltoall_holds_the_received_buffer_and_moved_pieces_besides_its_result():
+    step = Step.make_alltoall(L("[2] S0,R"), 0, 1)                   # rows -> columns
+    held = conversion_step_buffers([step], SHAPE, F32)
+    # moves dim 1 to the front (a copy of the rows block), receives HALF, moves the
+    # pieces back (HALF) and concatenates them (HALF)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=2 * HALF, out=HALF),)
+
+
+def test_allreduce_holds_its_result_only():
+    step = Step.make_allreduce(Layout((2,), (-1, -1), frozenset({0})), 0)
+    assert conversion_step_buffers([step], SHAPE, F32).steps == (StepBuffers(0, 0, FULL),)
+
+
+# -- in the simulated step ----------------------------------------------------------------------
+
+def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_gather_ends():
+    # Sampled plans of the tiny MLP on 2 devices. Wherever a weight split by columns is
+    # gathered for its matmul, TensorFlow transposes the weight's block as soon as the
+    # step starts (nothing orders the transpose after the collective chain) and horovod
+    # holds it until the gather ends; the gathered block and the one moved back are both
+    # live during the gather.
+    models.build("mlp", size="tiny")
+    graph = to.get_default_graph()
+    cl = plan_models.cluster(2)
+    model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops)
+    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
+    rng = np.random.default_rng(3)
+    ops = {op.name: op for op in graph.operations}
+    checked = 0
+    for _ in range(12):
+        plan = sample_plan(space, rng)
+        t = sim.simulate_full(sim.versions_for_plan(plan))
+        b = t.graph.buffers
+        alloc, free = _lifetimes(t)
+        start = dict(zip(t.graph.names, t.start_ps.tolist()))
+        end = dict(zip(t.graph.names, t.end_ps.tolist()))
+        size = dict(zip(b.names, b.size_bytes.tolist()))
+        where = {n: j for j, n in enumerate(b.names)}
+        for e in plan.edges:
+            producer = ops[e.producer]
+            steps = e.forward_steps or ()
+            if producer.kind != "variable" or len(steps) != 1 or steps[0].kind != "allgather" \
+                    or steps[0].src_dim != 1:
+                continue
+            tensor = producer.outputs[0]
+            block = e.src_layout.local_bytes(tensor.shape, 4)
+            gathered = steps[0].dst.local_bytes(tensor.shape, 4)
+            gather = f"allgather/{e.consumer}/in{e.input}/0"
+            moved = where[f"{gather}:moved in"]
+            assert size[f"{gather}:moved in"] == block
+            assert alloc[moved] == end[f"{e.producer}/out0"] < start[gather]
+            assert free[moved] == end[gather]
+            assert size[f"{gather}:scratch"] == gathered          # before it moves back
+            assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
+            checked += 1
+    assert checked >= 2
+
+
+def _embedding_model(optimizer):
+    to.reset_default_graph()
+    ids = to.placeholder(to.int32, [8], name="ids")
+    table = to.get_variable("table", [100, 16])
+    h = to.nn.embedding_lookup(table, ids)
+    loss = to.reduce_mean(h * h)
+    optimizer.minimize(loss)
+    return to.get_default_graph(), table
+
+
+@pytest.mark.parametrize("optimizer, copies", [(to.train.AdamOptimizer(0.1), 2),
+                                               (to.train.MomentumOptimizer(0.1, 0.9), 0)])
+def test_adams_sparse_update_of_an_embedding_holds_two_scaled_slot_copies_from_the_step_start(
+        optimizer, copies):
+    # TensorFlow's Adam updates an embedding's rows sparsely: it first assigns m * beta1 and
+    # v * beta2 into new slot buffers, needing no gradient, so as the step starts; the
+    # step's allocation records then hold both copies to its end. Momentum updates in place.
+    graph, table = _embedding_model(optimizer)
+    cl = plan_models.cluster(1)
+    model = CostModel(graph, 1, AnalyticalCollectives(cl), cl.peak_flops)
+    sim = PlanSimulator(graph, model, cl)
+    plan = sample_plan(sampling_space(graph, model), np.random.default_rng(0))
+    t = sim.simulate_full(sim.versions_for_plan(plan))
+    b = t.graph.buffers
+    alloc, free = _lifetimes(t)
+    names = list(b.names)
+    if not copies:
+        assert "table:rescaled slots" not in names
+        return
+    j = names.index("table:rescaled slots")
+    assert b.size_bytes[j] == copies * table.nbytes == 2 * 100 * 16 * 4
+    assert alloc[j] == 0 and free[j] == -1                 # from the start, never freed
