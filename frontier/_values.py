@@ -41,6 +41,7 @@ _THREAD_MIN_WORK = 200_000       # estimated candidates below which one thread i
 # Kernel paths, by size (tests lower them to force the general heap merge everywhere):
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
+HEAP_BUCKETS = 4                 # memory buckets per heap entry in front of the heap (0: none)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
                            SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS, a.radius is not None,
-                           b.radius is not None], dtype=IDX)
+                           b.radius is not None, HEAP_BUCKETS], dtype=IDX)
         return K_.merge_range(layout, bmap, T, float(max(budget, 0.0)), exact)
 
     ranges = _chunks(spec, threads)
