@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
-from frontier._scans import reduce_sorted, suffix_max, thin_cells
+from frontier._scans import reduce_sorted, sort_runs, suffix_max, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
@@ -188,7 +188,12 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
     """
     if len(mem) == 0:
         return _EMPTY_IDX, np.zeros(ncells + 1, dtype=IDX), None
-    order = np.lexsort((time, mem, cell))
+    cell = np.asarray(cell)
+    if np.all(cell[1:] >= cell[:-1]):         # grouped by cell (an edge's CSR): sort within
+        start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True])
+        order = sort_runs(start, _f64(mem), _f64(time))
+    else:
+        order = np.lexsort((time, mem, cell))
     rad_in = _EMPTY if radius is None else _f64(radius[order])
     keep, rad = reduce_sorted(np.ascontiguousarray(cell[order], dtype=IDX),
                                  _f64(mem[order]), _f64(time[order]), rad_in)
