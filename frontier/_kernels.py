@@ -41,12 +41,14 @@ import numpy as np
 
 from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_of, live_blocks,
                               single_cell, small_candidates)
-from frontier._heap import grow_heap, grow_rows, key_lt, new_heap, pop, push, root
+from frontier._heap import (add, bucket_of, clear_buckets, grow_heap, grow_rows, heap_bucket,
+                            key_lt, new_buckets, new_heap, pop, push, root)
 from frontier._jit import jit, jit_inline
 
 __all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
 
 SMALL_BUFFER = 256   # candidates a cell may have to be sorted instead of heaped (at most)
+MAX_BUCKETS = 1 << 16   # memory buckets in front of a cell's heap (at most)
 
 
 @jit_inline
@@ -184,19 +186,20 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
 @jit
 def _merge_cell(where, T, buf, state):
     """The heap merge of output cell c's live blocks into ``of``, ``oi`` from row
-    ``nout`` on (room assumed, for outputs and heap entries).
+    ``nout`` on (room assumed, for outputs and queue entries).
 
     ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
-    ``buf = ((hf, hx), of, oi)``; ``state = (nout, budget, exact)``. Returns (the new
-    nout, candidates examined, the largest thinning gap). Separate from
-    ``merge_range``, and with each table's values in one array, so that numba counts
-    no references in the loop: it does when an array is reassigned in a loop, taken
-    out of a tuple, or passed to a function it inlines itself (``_jit``); the atomic
-    counts took most of the time before.
+    ``buf = ((hf, hx), (lf, lx, nxt, head), of, oi)``: the heap and the bucket lists
+    in front of it (``_heap``); ``state = (nout, budget, exact, (lo, scale, nb))``: the
+    buckets (one: the heap alone). Returns (the new nout, candidates examined, the
+    largest thinning gap). Separate from ``merge_range``, and with each table's values
+    in one array, so that numba counts no references in the loop: it does when an
+    array is reassigned in a loop, taken out of a tuple, or passed to a function it
+    inlines itself (``_jit``); the atomic counts took most of the time before.
     """
     layout, bmap, c, live, corner = where
-    (hf, hx), of, oi = buf
-    nout, budget, exact = state
+    (hf, hx), (lf, lx, nxt, head), of, oi = buf
+    nout, budget, exact, (lo, scale, nb) = state
     av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
     has_mid, a_rad, b_rad = mid.shape[1] > 0, layout[8], layout[9]
     examined = 0
@@ -204,11 +207,21 @@ def _merge_cell(where, T, buf, state):
     v = np.inf
     last = -1
     hn = 0
+    cb = 0                                       # the bucket the heap holds
     for s in range(len(live)):
         x = live[s]
         acell, bcell, k = block_of(layout, bmap, c, x)
-        push(hf, hx, hn, (corner[0, x], corner[3, x], 2 * x + 1, aoff[acell], boff[bcell]))
-        hn += 1
+        key = (corner[0, x], corner[3, x], 2 * x + 1, aoff[acell], boff[bcell])
+        b = bucket_of(key[0], lo, scale, nb)
+        if b <= cb:
+            push(hf, hx, hn, key)
+            hn += 1
+        else:
+            add(lf, lx, nxt, head, b, key)
+    while hn == 0 and cb < nb - 1:
+        cb += 1
+        if head[cb] >= 0:
+            hn = heap_bucket(lf, lx, nxt, head, cb, hf, hx, hn)
     if hn == 0:
         return nout, examined, gap
     cur = root(hf, hx)
@@ -248,19 +261,32 @@ def _merge_cell(where, T, buf, state):
         nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact)
         if last >= 0 and need > of[last, 2]:
             of[last, 2] = need
-        # Go on with the least of the successors and the heap, touching the heap only
-        # when needed (a block often wins several times in a row).
+        # Go on with the least of the successors and the queue, touching the queue only
+        # when needed (a block often wins several times in a row). An entry of the
+        # heap's bucket or before goes to the heap, a later one to its bucket's list.
         if key_lt(nxt2, nxt1):
             nxt1, nxt2 = nxt2, nxt1
         if nxt2[2] >= 0:
-            push(hf, hx, hn, nxt2)
-            hn += 1
-        if nxt1[2] >= 0 and (hn == 0 or key_lt(nxt1, root(hf, hx))):
-            cur = nxt1
-            continue
+            b = bucket_of(nxt2[0], lo, scale, nb)
+            if b <= cb:
+                push(hf, hx, hn, nxt2)
+                hn += 1
+            else:
+                add(lf, lx, nxt, head, b, nxt2)
         if nxt1[2] >= 0:
-            push(hf, hx, hn, nxt1)
-            hn += 1
+            b = bucket_of(nxt1[0], lo, scale, nb)
+            if b <= cb and (hn == 0 or key_lt(nxt1, root(hf, hx))):
+                cur = nxt1                       # before every entry of the queue
+                continue
+            if b <= cb:
+                push(hf, hx, hn, nxt1)
+                hn += 1
+            else:
+                add(lf, lx, nxt, head, b, nxt1)
+        while hn == 0 and cb < nb - 1:
+            cb += 1
+            if head[cb] >= 0:
+                hn = heap_bucket(lf, lx, nxt, head, cb, hf, hx, hn)
         if hn == 0:
             break
         cur = root(hf, hx)
@@ -321,16 +347,37 @@ def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
 
 
 @jit
+def _buckets(want, corner, live, nlive):
+    """``(nb, lo, scale)``: about ``want`` buckets (at least 1, at most
+    ``MAX_BUCKETS``) over the memory of the live blocks' candidates, from their least
+    (``corner`` row 0) to their largest (row 4)."""
+    lo, hi = np.inf, -np.inf
+    for s in range(nlive):
+        lo = min(lo, corner[0, live[s]])
+        hi = max(hi, corner[4, live[s]])
+    nb = max(1, min(want, MAX_BUCKETS))
+    scale = 0.0
+    if nb > 1 and hi > lo and hi - lo < np.inf:
+        scale = nb / (hi - lo)
+    if not scale < np.inf:                   # a span too small to divide: one bucket
+        scale = 0.0
+    if scale == 0.0:
+        nb = 1
+    return nb, lo, scale
+
+
+@jit
 def merge_range(layout, bmap, T, budget, exact):
     """Output cells ``layout[3]`` .. ``layout[4] - 1`` of a merge (see module doc).
 
     Args:
         layout: int array ``(mode, K, P, c0, c1, single, small, single_max, a_rad,
-            b_rad)``; ``bmap``: see ``block_of``. single: 1 when every cell of a and b
+            b_rad, buckets)``; ``bmap``: see ``block_of``. single: 1 when every cell of a and b
             holds one point (COMBINE only); then cells whose frontier has at most
             ``single_max`` points are solved by repeated minima. Cells with at most
             ``small`` candidates (<= ``SMALL_BUFFER``) are sorted instead of heaped.
-            a_rad, b_rad: 1 when a's (b's) points have radii.
+            a_rad, b_rad: 1 when a's (b's) points have radii. buckets: memory buckets
+            per stream and block of a heaped cell (``_heap``; 0: the heap alone).
         T: ``(A, B, mid)``, tables ``(vals, off, summary)`` and the mid rows (see the
             module doc).
         budget: seconds; a faster candidate is dropped when its keeper's radius stays
@@ -348,6 +395,7 @@ def merge_range(layout, bmap, T, budget, exact):
     oi = np.empty((256, 3), dtype=np.int64)
     ooff = np.zeros(c1 - c0 + 1, dtype=np.int64)
     H = new_heap(max(64, 2 * K + 2))
+    Q = new_buckets(len(H[0]), 64)
     live = np.empty(K, dtype=np.int64)
     corner = np.empty((7, K))
     small = (np.empty((3, SMALL_BUFFER)), np.empty((3, SMALL_BUFFER), dtype=np.int64),
@@ -385,8 +433,12 @@ def merge_range(layout, bmap, T, budget, exact):
                 of, oi = grow_rows(of, oi, nout + total)
             if streams + nlive + 2 > len(H[0]):
                 H = grow_heap(H[0], H[1], streams + nlive + 2)
+            nb, lo, scale = _buckets(layout[10] * (streams + nlive), corner, live, nlive)
+            if len(H[0]) > len(Q[0]) or nb > len(Q[3]):
+                Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
+            clear_buckets(Q[3], nb, Q[2], len(Q[0]))
             nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
-                                     (H, of, oi), (nout, budget, exact))
+                                     (H, Q, of, oi), (nout, budget, exact, (lo, scale, nb)))
         examined += n
         gap = max(gap, g)
         ooff[c - c0 + 1] = nout

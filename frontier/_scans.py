@@ -6,6 +6,8 @@
   the last kept one.
 * ``suffix_max`` gives, per point, the largest ``radius - time`` from it to its cell's
   end (``_kernels`` bounds the radii of skipped candidates with it).
+* ``sort_runs`` orders candidates already grouped by cell by (memory, time) within each
+  cell, as ``np.lexsort`` would (stably), without sorting the cells again.
 
 Radii move as in ``_kernels``: a dropped point hands its keeper
 ``max(r_keeper, r + t_keeper - t)``. An empty ``radius`` array means zeros.
@@ -15,6 +17,7 @@ Usage::
     keep, radius = reduce_sorted(cell, mem, time, radius)
     keep, radius, gap = thin_cells(time, radius, off, delta)
     suffix = suffix_max(radius, time, off)
+    order = sort_runs(start, mem, time)
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import numpy as np
 
 from frontier._jit import jit
 
-__all__ = ["reduce_sorted", "thin_cells", "suffix_max"]
+__all__ = ["reduce_sorted", "thin_cells", "suffix_max", "sort_runs", "RUN_INSERTION_MAX"]
+
+RUN_INSERTION_MAX = 32   # runs up to this long are sorted by insertion, longer ones merged
 
 
 @jit
@@ -91,3 +96,30 @@ def suffix_max(radius, time, off):
             best = max(best, (radius[x] if has_r else 0.0) - time[x])
             out[x] = best
     return out
+
+
+@jit
+def sort_runs(start, mem, time):
+    """The positions of the candidates ordered by (run, memory, time), stably (the
+    order ``np.lexsort((time, mem, run))`` gives), where run r holds the positions
+    ``start[r] .. start[r + 1] - 1`` (``start`` ascending, from 0 to the number of
+    candidates). Short runs (most cells of an edge hold one or two points) are sorted by
+    insertion, long ones by two stable merge sorts."""
+    order = np.arange(len(mem))
+    for r in range(len(start) - 1):
+        lo, hi = start[r], start[r + 1]
+        if hi - lo <= RUN_INSERTION_MAX:
+            for x in range(lo + 1, hi):
+                m, t = mem[x], time[x]
+                y = x
+                while y > lo and (mem[order[y - 1]] > m or (mem[order[y - 1]] == m
+                                                            and time[order[y - 1]] > t)):
+                    order[y] = order[y - 1]
+                    y -= 1
+                order[y] = x
+        else:
+            by_time = np.argsort(time[lo:hi], kind="mergesort")
+            by_mem = np.argsort(mem[lo:hi][by_time], kind="mergesort")
+            for y in range(hi - lo):
+                order[lo + y] = lo + by_time[by_mem[y]]
+    return order

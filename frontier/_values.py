@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
-from frontier._scans import reduce_sorted, suffix_max, thin_cells
+from frontier._scans import reduce_sorted, sort_runs, suffix_max, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
@@ -41,6 +41,7 @@ _THREAD_MIN_WORK = 200_000       # estimated candidates below which one thread i
 # Kernel paths, by size (tests lower them to force the general heap merge everywhere):
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
+HEAP_BUCKETS = 4                 # memory buckets per heap entry in front of the heap (0: none)
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
                            SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS, a.radius is not None,
-                           b.radius is not None], dtype=IDX)
+                           b.radius is not None, HEAP_BUCKETS], dtype=IDX)
         return K_.merge_range(layout, bmap, T, float(max(budget, 0.0)), exact)
 
     ranges = _chunks(spec, threads)
@@ -187,7 +188,12 @@ def reduce_cells(cell: np.ndarray, mem: np.ndarray, time: np.ndarray, ncells: in
     """
     if len(mem) == 0:
         return _EMPTY_IDX, np.zeros(ncells + 1, dtype=IDX), None
-    order = np.lexsort((time, mem, cell))
+    cell = np.asarray(cell)
+    if np.all(cell[1:] >= cell[:-1]):         # grouped by cell (an edge's CSR): sort within
+        start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True])
+        order = sort_runs(start, _f64(mem), _f64(time))
+    else:
+        order = np.lexsort((time, mem, cell))
     rad_in = _EMPTY if radius is None else _f64(radius[order])
     keep, rad = reduce_sorted(np.ascontiguousarray(cell[order], dtype=IDX),
                                  _f64(mem[order]), _f64(time[order]), rad_in)
