@@ -30,6 +30,7 @@ from tensoropt.cluster import get_cluster, presets
 from tensoropt.execution.guards import StepWatch, horovod_settings
 from tensoropt.execution.hosts import job_hostnames, machine_shape
 from tensoropt.execution.process_sets import register_process_sets
+from tensoropt.execution.quiet_bcast import quiet_bcast
 from tensoropt.search import strategy
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import OPTIONS, SearchSettings
@@ -230,7 +231,7 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
                 raise
             outcome = ("error", _sendable(e))
     if _runtime.comm is not None and w.size > 1:
-        outcome = _runtime.comm.bcast(outcome, root=0)
+        outcome = quiet_bcast(_runtime.comm, outcome)
     if outcome[0] == "error":
         raise outcome[1]
     return SearchSummary.from_bytes(outcome[1])

@@ -35,6 +35,7 @@ import numpy as np
 import tensoropt as to
 from tensoropt import models
 from tensoropt._tf import import_tensorflow
+from tensoropt.execution.quiet_bcast import quiet_bcast
 from tensoropt.execution.step_profile import format_bytes, profile_from_trace, resident_bytes, trace_options
 from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 from tensoropt.search.strategy import make_cost_model
@@ -144,7 +145,7 @@ def main(argv=None) -> int:
         to.reset_default_graph()
         spec = models.build(name, size=args.size)
         graph = to.get_default_graph()
-        rows = comm.bcast(_plans_and_estimates(graph, world, args) if world.rank == 0 else None, root=0)
+        rows = quiet_bcast(comm, _plans_and_estimates(graph, world, args) if world.rank == 0 else None)
         feed = spec.feed(np.random.default_rng(0))
         for r in rows:
             r["measured"] = measure_plan(spec, to.Plan.from_json(r["plan"]), feed, comm, args.steps, args.repeats)
