@@ -1,7 +1,8 @@
 """Operator and edge costs (Eqs. 1 and 2 of the paper) for every configuration.
 
 Per op and configuration (``OpCost``): parameter bytes (with gradients and optimizer
-slots), bytes kept for backward, forward+backward compute seconds, and synchronization
+slots), bytes kept for backward, forward+backward compute seconds (a trained variable's:
+its optimizer update, ``update_s``, when the compute provider prices one), and synchronization
 seconds: the all-reduce of partial sums inside the op (forward) and of partial input
 gradients (backward; for a parameter this is the gradient all-reduce of its replica
 groups). Per data edge and pair of configurations (``edge_alternatives``): the
@@ -207,6 +208,7 @@ class CostModel:
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
         self.trained = {v for s in graph.train_steps for v in s.var_list}
+        self.optimizers = {v: s.optimizer for s in graph.train_steps for v in s.var_list}
         self._edge_tables: dict = {}
 
     # -- ops -------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ class CostModel:
             nbytes = output_layout(op, config, 0).local_bytes(op.outputs[0].shape, op.outputs[0].dtype.itemsize)
             trained = op.outputs[0] in self.trained
             return OpCost(param_bytes=nbytes * ((2 + self.slots) if trained else 1),
-                          saved_bytes=0.0, compute_s=0.0, sync_s=0.0)
+                          saved_bytes=0.0, compute_s=self.update_s(op, config), sync_s=0.0)
         compute = self.compute.compute_s(op, config) + self._launch_s(op)
         # the op's own collectives, by the rule the schedule and the builder also follow
         sync = sum(self.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
@@ -226,6 +228,20 @@ class CostModel:
                    for c in op_collectives(op, config, gradient_inputs(op, self.grad))) + 0.0
         return OpCost(param_bytes=0.0, saved_bytes=float(saved_bytes(op, config)), compute_s=compute,
                       sync_s=sync)
+
+    def update_s(self, op, config: Config) -> float:
+        """Seconds of a trained variable's optimizer update on its local shard: the
+        compute provider's ``update_s(optimizer, elements, dtype)`` when it has one (the
+        profiler measures it), 0 otherwise (the analytical roofline does not price
+        updates) and for any other op. It is the variable's ``compute_s``, and runs
+        after its gradients arrive (``compute_split``: all of it backward)."""
+        measured = getattr(self.compute, "update_s", None)
+        tensor = op.outputs[0] if op.kind == "variable" else None
+        if measured is None or tensor not in self.trained:
+            return 0.0
+        layout = output_layout(op, config, 0)
+        elements = layout.local_bytes(tensor.shape, tensor.dtype.itemsize) // tensor.dtype.itemsize
+        return float(measured(self.optimizers[tensor], int(elements), tensor.dtype.name))
 
     def _launch_s(self, op) -> float:
         """The op's launch overheads: forward, and backward when a gradient flows."""
@@ -239,6 +255,8 @@ class CostModel:
         gradient flows through the op and all of it forward when none does (no backward
         runs). ``backward_s = compute_s - forward_s``, so they add up to ``compute_s``."""
         compute = self.op_cost(op, config).compute_s
+        if op.kind == "variable":
+            return 0.0, compute               # its update, after its gradients arrive
         if not any(gradient_inputs(op, self.grad)):
             return compute, 0.0
         split = getattr(self.compute, "forward_s", None)

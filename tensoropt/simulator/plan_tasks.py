@@ -16,8 +16,9 @@ Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
   its gradient reads its forward results (``CostModel.rerun_cost``). They split the
   cost model's ``compute_s`` by ``CostModel.compute_split`` in integer picoseconds, so
   they add up to it exactly; an op no gradient flows through has no backward. A trained
-  variable has ``{op}/update`` (the optimizer's local update; the cost model prices it
-  at 0) after its gradients arrive.
+  variable has ``{op}/update`` (the optimizer's local update: its ``compute_s``, which
+  ``CostModel.update_s`` prices, measured by the profiler, 0 under the roofline) after
+  its gradients arrive.
 - Collectives, named exactly as ``execution.schedule.collective_schedule`` names them,
   made by its own rules (``step_calls``, ``own_calls``, ``configs.op_collectives``):
   the edge conversions (forward, backward, keep_producer rebuild) belong to the edge's
@@ -286,7 +287,7 @@ class PlanContext(RebuildTasks):
                         [f"{c}/in{i}/rebuilt{s}" for i in range(n)]:
                     f.add_dependency(a, bwd)
             elif self.updates[k]:
-                upd = self._compute(f, f"{c}/update", k, r, 0, "update", config)
+                upd = self._compute(f, f"{c}/update", k, r, bwd_ps, "update", config)
                 for a in [fwd] + grads_in:
                     f.add_dependency(a, upd)
             if op.kind == "variable":

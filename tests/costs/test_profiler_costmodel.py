@@ -54,6 +54,12 @@ def test_search_runs_on_profiled_compute():
             axis_dims = [None] * len(oc.mesh)
             for dim, axis in oc.dim_axes:
                 axis_dims[axis] = dim
-            expected += profiler.compute_s(ops[name], Config(tuple(oc.mesh) or (1,), tuple(axis_dims) or (None,)))
+            config = Config(tuple(oc.mesh) or (1,), tuple(axis_dims) or (None,))
+            op = ops[name]
+            if op.kind == "variable":           # a trained variable computes its update
+                elements = op.outputs[0].get_shape().num_elements() // config.split_factor()
+                expected += profiler.update_s(to.train.GradientDescentOptimizer(0.1), elements)
+            else:
+                expected += profiler.compute_s(op, config)
         assert plan.compute_s == pytest.approx(expected)
     assert profiler.measurements == measured          # every repeat was a cache hit

@@ -20,7 +20,8 @@ Usage::
 
 Modules: ``_analytical`` (the interface and the roofline; no TensorFlow), ``_shard``
 (what one device computes, and the cache key), ``_cache`` (the versioned JSON file),
-``_measure`` (timing in TensorFlow; the method is in its docstring), ``__main__`` (CLI).
+``_measure`` (timing in TensorFlow; the method is in its docstring), ``_update`` (a
+trained variable's optimizer update, ``ComputeProfiler.update_s``), ``__main__`` (CLI).
 
 Command line: ``python -m tensoropt.costs.profiler --help``.
 """

@@ -41,7 +41,9 @@ gradients, or more than ``max_flops`` by the op's FLOP count) are measured on a 
 with one dim further divided ``f`` ways (``fit_shard``), and the time multiplied by
 ``f``; the cache keeps the scaled time under the shard's own key.
 
-Sources (variables, placeholders, fills) compute nothing and are never run.
+Sources (variables, placeholders, fills) compute nothing and are never run. A trained
+variable's optimizer update is timed apart (``update_s``, ``_update``) and priced by
+``CostModel.update_s`` as the variable's compute.
 
 Usage::
 
@@ -56,6 +58,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import statistics
@@ -72,6 +75,7 @@ from tensoropt.ops.registry import LoweringContext
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS
 from tensoropt.costs.profiler._cache import ProfileCache, default_cache_path
 from tensoropt.costs.profiler._shard import LocalShard, fit_shard, local_shard
+from tensoropt.costs.profiler._update import measure_update, update_key
 
 __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description",
            "workspace_of_trace"]
@@ -157,6 +161,16 @@ class Measurement:
     backward_workspace_bytes: int = 0
 
 
+def session_config(tf, threads: int | None):
+    """The session a measurement runs in, configured as ``tensoropt.runtime`` configures
+    the training session: intra-op threads as given (None: all CPUs), one inter-op
+    thread, Grappler off."""
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads or 0,
+                                      inter_op_parallelism_threads=1, device_count={"GPU": 0})
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    return config
+
+
 class ComputeProfiler:
     """Measured forward + backward seconds of each op's local shard, cached by key.
 
@@ -216,9 +230,7 @@ class ComputeProfiler:
     # -- keys and cache ------------------------------------------------------------------
     def key(self, shard: LocalShard) -> str:
         """The cache key of ``shard`` on this machine."""
-        machine = json.dumps({**machine_description(self.threads), "statistic": self.statistic},
-                             sort_keys=True, separators=(",", ":"))
-        return f"{machine}|{shard.key()}"
+        return f"{self._machine_key()}|{shard.key()}"
 
     def compute_s(self, op, config: Config) -> float:
         """Forward + backward seconds of ``op``'s local shard under ``config``.
@@ -267,6 +279,37 @@ class ComputeProfiler:
             self.cache.put(key, m.seconds * factor)
         return self._put_workspace(key, m, factor)
 
+    def update_s(self, optimizer, elements: int, dtype: str = "float32") -> float:
+        """Seconds of ``optimizer``'s update of a trained variable's local shard of
+        ``elements`` elements (``_update``: TensorFlow's own optimizer on a dense
+        gradient). Measured on the first request for its key, then served from the cache;
+        an update too large for ``max_bytes`` is timed on a fraction of the elements and
+        scaled, as op shards are.
+
+        Raises:
+            ValueError: for a dtype other than float32 or fewer than one element.
+        """
+        key = f"{self._machine_key()}|{update_key(optimizer, elements, dtype)}"
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        # the parameter, its gradient and two slots must fit in max_bytes, else a
+        # stand-in of 1/factor of the elements is timed and its time scaled up
+        factor = max(1, math.ceil(16 * elements / self.max_bytes))
+        seconds = measure_update(self, optimizer, -(-elements // factor), dtype) * factor
+        self.cache.put(key, seconds)
+        return seconds
+
+    @property
+    def statistic_fn(self):
+        """The statistic of the timed steps (median or min)."""
+        return _STATISTICS[self.statistic]
+
+    def _machine_key(self) -> str:
+        return json.dumps({**machine_description(self.threads), "statistic": self.statistic},
+                          sort_keys=True, separators=(",", ":"))
+
     def _put_workspace(self, key: str, m: Measurement, factor: int) -> tuple[int, int]:
         sizes = (int(m.forward_workspace_bytes * factor), int(m.backward_workspace_bytes * factor))
         for name, size in zip(_WORKSPACE_KEYS, sizes):
@@ -290,12 +333,7 @@ class ComputeProfiler:
             target, grads_built = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
             init = tf.compat.v1.global_variables_initializer()
-        # The session is configured as tensoropt.runtime configures the training session:
-        # intra-op threads as given, one inter-op thread, Grappler off.
-        config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.threads or 0,
-                                          inter_op_parallelism_threads=1, device_count={"GPU": 0})
-        config.graph_options.rewrite_options.disable_meta_optimizer = True
-        with tf.compat.v1.Session(graph=graph, config=config) as sess:
+        with tf.compat.v1.Session(graph=graph, config=session_config(tf, self.threads)) as sess:
             sess.run(init)
             for _ in range(self.warmup):
                 sess.run(target)
