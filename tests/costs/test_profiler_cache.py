@@ -174,3 +174,26 @@ def test_bad_settings_say_how_to_fix():
         ComputeProfiler(cache_path=None, statistic="mean")
     with pytest.raises(ValueError, match="threads"):
         ComputeProfiler(cache_path=None, threads=0)
+
+
+def test_measuring_on_a_busy_machine_warns_once_where_the_inflated_times_are_kept(tmp_path, monkeypatch):
+    import warnings
+
+    from tensoropt.costs.profiler import _measure
+
+    x = to.placeholder(to.float32, [4, 8], name="x")
+    op = to.tanh(x).op
+    path = tmp_path / "profile.json"
+    monkeypatch.setattr(_measure, "_warned_busy", False)
+    monkeypatch.setattr(_measure.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
+    quiet = ComputeProfiler(cache_path=path, warmup=0, min_runs=1, max_runs=1, min_time_s=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        quiet.measure(op, local_shard(op, Config((1,), (None,))))
+    monkeypatch.setattr(_measure.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    with pytest.warns(RuntimeWarning, match=r"busy \(1-minute load 64.0 on \d+ CPUs\).*in .*profile.json; "
+                                            r"delete it and profile again on a quiet machine"):
+        quiet.measure(op, local_shard(op, Config((1,), (None,))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)   # once per process
+        quiet.measure(op, local_shard(op, Config((1,), (None,))))

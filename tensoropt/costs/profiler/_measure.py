@@ -63,6 +63,7 @@ import os
 import platform
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -119,6 +120,26 @@ def _available_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+#: whether this process already warned that it measures on a busy machine
+_warned_busy = False
+
+
+def warn_if_busy(cache_path) -> None:
+    """Warns (once per process, ``RuntimeWarning``) when the machine's 1-minute load is
+    above its CPU count: every time measured now is inflated by the other work, and it
+    stays in the cache. Called before each measurement."""
+    global _warned_busy
+    if _warned_busy or not hasattr(os, "getloadavg"):
+        return
+    load, cpus = os.getloadavg()[0], _available_cpus()
+    if load > cpus:
+        _warned_busy = True
+        where = f"in {cache_path}; delete it and " if cache_path is not None else "; "
+        warnings.warn(f"tensoropt profiler: measuring op times while this machine is busy (1-minute load "
+                      f"{load:.1f} on {cpus} CPUs): they will be inflated and kept {where}profile again "
+                      "on a quiet machine for estimates you can trust", RuntimeWarning, stacklevel=3)
 
 
 def _default_max_bytes() -> float:
@@ -297,6 +318,7 @@ class ComputeProfiler:
         # the parameter, its gradient and two slots must fit in max_bytes, else a
         # stand-in of 1/factor of the elements is timed and its time scaled up
         factor = max(1, math.ceil(16 * elements / self.max_bytes))
+        warn_if_busy(self.cache.path)
         seconds = measure_update(self, optimizer, -(-elements // factor), dtype) * factor
         self.cache.put(key, seconds)
         return seconds
@@ -326,6 +348,7 @@ class ComputeProfiler:
         """Times ``shard`` of ``op`` in TensorFlow now (no cache). See the module docstring."""
         if op.kind in SOURCE_KINDS:
             raise ValueError(f"{op.kind} '{op.name}' computes nothing; its compute time is 0")
+        warn_if_busy(self.cache.path)
         tf = import_tensorflow()
         graph = tf.Graph()
         with graph.as_default(), tf.device("/cpu:0"):
