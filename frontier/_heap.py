@@ -37,7 +37,7 @@ import numpy as np
 
 from frontier._jit import jit, jit_inline
 
-__all__ = ["key_lt", "root", "push", "pop", "new_heap", "grow_heap", "grow_rows",
+__all__ = ["enqueue", "refill", "key_lt", "root", "push", "pop", "new_heap", "grow_heap", "grow_rows",
            "new_buckets", "clear_buckets", "bucket_of", "add", "heap_bucket"]
 
 
@@ -189,3 +189,27 @@ def heap_bucket(lf, lx, nxt, head, b, hf, hx, n):
         e = e2
     head[b] = -1
     return n
+
+
+@jit_inline
+def enqueue(hf, hx, hn, lf, lx, nxt, head, key, lo, scale, nb, cb):
+    """Queues ``key``: into the heap of hn entries when its bucket is the heap's (cb) or
+    an earlier one, else into its bucket's list; returns the heap's new size."""
+    b = bucket_of(key[0], lo, scale, nb)
+    if b <= cb:
+        push(hf, hx, hn, key)
+        return hn + 1
+    add(lf, lx, nxt, head, b, key)
+    return hn
+
+
+@jit_inline
+def refill(lf, lx, nxt, head, hf, hx, hn, nb, cb):
+    """While the heap is empty and later buckets remain, heaps the next one; returns
+    ``(hn, cb)``, the heap's size and the bucket it now holds (hn 0: all drained)."""
+    while hn == 0 and cb < nb - 1:
+        cb += 1
+        if head[cb] >= 0:
+            hn = heap_bucket(lf, lx, nxt, head, cb, hf, hx, hn)
+    return hn, cb
+

@@ -41,8 +41,8 @@ import numpy as np
 
 from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_of, live_blocks,
                               single_cell, small_candidates)
-from frontier._heap import (add, bucket_of, clear_buckets, grow_heap, grow_rows, heap_bucket,
-                            key_lt, new_buckets, new_heap, pop, push, root)
+from frontier._heap import (bucket_of, clear_buckets, enqueue, grow_heap, grow_rows, key_lt,
+                            new_buckets, new_heap, pop, refill, root)
 from frontier._jit import jit, jit_inline
 
 __all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
@@ -212,16 +212,8 @@ def _merge_cell(where, T, buf, state):
         x = live[s]
         acell, bcell, k = block_of(layout, bmap, c, x)
         key = (corner[0, x], corner[3, x], 2 * x + 1, aoff[acell], boff[bcell])
-        b = bucket_of(key[0], lo, scale, nb)
-        if b <= cb:
-            push(hf, hx, hn, key)
-            hn += 1
-        else:
-            add(lf, lx, nxt, head, b, key)
-    while hn == 0 and cb < nb - 1:
-        cb += 1
-        if head[cb] >= 0:
-            hn = heap_bucket(lf, lx, nxt, head, cb, hf, hx, hn)
+        hn = enqueue(hf, hx, hn, lf, lx, nxt, head, key, lo, scale, nb, cb)
+    hn, cb = refill(lf, lx, nxt, head, hf, hx, hn, nb, cb)
     if hn == 0:
         return nout, examined, gap
     cur = root(hf, hx)
@@ -267,26 +259,13 @@ def _merge_cell(where, T, buf, state):
         if key_lt(nxt2, nxt1):
             nxt1, nxt2 = nxt2, nxt1
         if nxt2[2] >= 0:
-            b = bucket_of(nxt2[0], lo, scale, nb)
-            if b <= cb:
-                push(hf, hx, hn, nxt2)
-                hn += 1
-            else:
-                add(lf, lx, nxt, head, b, nxt2)
+            hn = enqueue(hf, hx, hn, lf, lx, nxt, head, nxt2, lo, scale, nb, cb)
         if nxt1[2] >= 0:
-            b = bucket_of(nxt1[0], lo, scale, nb)
-            if b <= cb and (hn == 0 or key_lt(nxt1, root(hf, hx))):
+            if bucket_of(nxt1[0], lo, scale, nb) <= cb and (hn == 0 or key_lt(nxt1, root(hf, hx))):
                 cur = nxt1                       # before every entry of the queue
                 continue
-            if b <= cb:
-                push(hf, hx, hn, nxt1)
-                hn += 1
-            else:
-                add(lf, lx, nxt, head, b, nxt1)
-        while hn == 0 and cb < nb - 1:
-            cb += 1
-            if head[cb] >= 0:
-                hn = heap_bucket(lf, lx, nxt, head, cb, hf, hx, hn)
+            hn = enqueue(hf, hx, hn, lf, lx, nxt, head, nxt1, lo, scale, nb, cb)
+        hn, cb = refill(lf, lx, nxt, head, hf, hx, hn, nb, cb)
         if hn == 0:
             break
         cur = root(hf, hx)
