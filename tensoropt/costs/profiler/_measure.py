@@ -323,11 +323,6 @@ class ComputeProfiler:
         self.cache.put(key, seconds)
         return seconds
 
-    @property
-    def statistic_fn(self):
-        """The statistic of the timed steps (median or min)."""
-        return _STATISTICS[self.statistic]
-
     def _machine_key(self) -> str:
         return json.dumps({**machine_description(self.threads), "statistic": self.statistic},
                           sort_keys=True, separators=(",", ":"))
@@ -356,6 +351,23 @@ class ComputeProfiler:
             target, grads_built = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
             init = tf.compat.v1.global_variables_initializer()
+        step, overhead, runs, metadata = self.time_steps(tf, graph, init, target, empty_target, trace=True)
+        float_bytes = [_nbytes(shape, dtype) for shape, dtype in shard.inputs if dtype == "float32"]
+        forward, backward = workspace_of_trace(
+            metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
+            sum(float_bytes) if grads_built else 0)
+        return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
+                           runs=runs, forward_workspace_bytes=forward,
+                           backward_workspace_bytes=backward)
+
+    def time_steps(self, tf, graph, init, target, empty_target, trace: bool = False):
+        """Runs ``init``, then times ``target`` and ``empty_target`` (the fixed cost of a
+        step's fetches) in a session of ``graph`` configured as training configures one
+        (``session_config``); returns ``(step_s, overhead_s, runs, metadata)``: this
+        profiler's statistic of each, the timed steps of ``target``, and a traced step of
+        it when ``trace`` (else None).
+        Counts one measurement."""
+        metadata = None
         with tf.compat.v1.Session(graph=graph, config=session_config(tf, self.threads)) as sess:
             sess.run(init)
             for _ in range(self.warmup):
@@ -364,18 +376,12 @@ class ComputeProfiler:
             for _ in range(3):
                 sess.run(empty_target)
             empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
-            options, metadata = trace_options(tf)
-            sess.run(target, options=options, run_metadata=metadata)
+            if trace:
+                options, metadata = trace_options(tf)
+                sess.run(target, options=options, run_metadata=metadata)
         self.measurements += 1
         stat = _STATISTICS[self.statistic]
-        step, overhead = stat(steps), stat(empty)
-        float_bytes = [_nbytes(shape, dtype) for shape, dtype in shard.inputs if dtype == "float32"]
-        forward, backward = workspace_of_trace(
-            metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
-            sum(float_bytes) if grads_built else 0)
-        return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
-                           runs=len(steps), forward_workspace_bytes=forward,
-                           backward_workspace_bytes=backward)
+        return stat(steps), stat(empty), len(steps), metadata
 
     @staticmethod
     def _time(sess, target, min_runs: int, max_runs: int, min_time_s: float) -> list[float]:

@@ -6,8 +6,8 @@ shard, once per step (``ResourceApplyAdam``, ``ResourceApplyMomentum``, ...). An
 is elementwise, so its time depends on the optimizer, its hyperparameters and the shard's
 element count, not its shape: ``measure_update`` times the update of a flat resource
 variable of that many elements with a random dense gradient, in a session configured as
-``measure`` configures one (the training session's threads, Grappler off), minus the
-fixed cost of an empty step.
+``measure`` times a shard (``ComputeProfiler.time_steps``: the training session's
+threads, Grappler off), minus the fixed cost of an empty step.
 
 An embedding's gradient is sparse in the run (``IndexedSlices``); it is timed dense
 here. TensorFlow's sparse Adam still scales both slots and updates every row, so that
@@ -45,7 +45,6 @@ def measure_update(profiler, optimizer, elements: int, dtype: str = "float32") -
     if elements < 1:
         raise ValueError(f"elements={elements}: an update needs one element at least")
     from tensoropt._tf import import_tensorflow  # noqa: PLC0415 - measuring imports TensorFlow
-    from tensoropt.costs.profiler._measure import session_config  # noqa: PLC0415
 
     tf = import_tensorflow()
     graph = tf.Graph()
@@ -57,12 +56,5 @@ def measure_update(profiler, optimizer, elements: int, dtype: str = "float32") -
         update = optimizer.to_tensorflow(tf).apply_gradients([(grad.value(), param)])
         empty = profiler._empty_fetches(tf, 1)
         init = tf.compat.v1.global_variables_initializer()
-    with tf.compat.v1.Session(graph=graph, config=session_config(tf, profiler.threads)) as sess:
-        sess.run(init)
-        for _ in range(profiler.warmup):
-            sess.run(update)
-        steps = profiler._time(sess, update, profiler.min_runs, profiler.max_runs, profiler.min_time_s)
-        empties = profiler._time(sess, empty, max(len(steps), 20), max(len(steps), 20), 0.0)
-    profiler.measurements += 1
-    stat = profiler.statistic_fn
-    return max(0.0, stat(steps) - stat(empties))
+    step, overhead, _, _ = profiler.time_steps(tf, graph, init, update, empty)
+    return max(0.0, step - overhead)
