@@ -73,6 +73,7 @@ class Work:
         self.marked: set[int] = set()
         self.tails: list[int] = []
         self.marking = True
+        self.touched: set[int] = set(order)          # nodes whose edges changed (_Index)
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -148,6 +149,7 @@ class Work:
         self.edges[self._wid] = [u, v, tid]
         self.adj[u].setdefault(v, []).append(self._wid)
         self.adj[v].setdefault(u, []).append(self._wid)
+        self.touched.update((u, v))
         self._note(self.st.table(tid))
 
     def _remove_edge(self, wid: int) -> None:
@@ -157,11 +159,13 @@ class Work:
             lst.remove(wid)
             if not lst:
                 del self.adj[a][b]
+        self.touched.update((u, v))
         self.st.drop(tid)
 
     def _remove_node(self, v: int) -> None:
         assert not self.adj[v]
         del self.adj[v]
+        self.touched.add(v)
         self.st.drop(self.ntab.pop(v))
         self.marked.discard(v)
         if self.opt.progress is not None:

@@ -34,6 +34,8 @@ class Tally(MergeCounts):
     ldp_steps: int = 0
     enumerations: int = 0
     backbone_fallbacks: int = 0
+    waited_series: int = 0
+    deferred_contractions: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
     max_cell_points: int = 0
@@ -54,6 +56,10 @@ class TrackStats:
             ldp_steps: LDP steps (Algorithm 3); enumerations: two-node remainders
             enumerated ("elimination"); backbone_fallbacks: times the linear backbone
             was given up because only it was left and it was not a path.
+        waited_series: nodes with two neighbours whose elimination waited at some
+            time, its product being large (``_structure.DEFER_CANDIDATES``; the
+            module doc gives the rule); deferred_contractions: those eliminated just
+            before a heuristic elimination next to them.
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
         ldp_path_lengths: nodes of each path LDP ran on.
         max_cell_points: the most points any one cell of any table held.
@@ -94,6 +100,8 @@ class TrackStats:
     ldp_steps: int
     enumerations: int
     backbone_fallbacks: int
+    waited_series: int
+    deferred_contractions: int
     heuristic_choices: tuple
     ldp_path_lengths: tuple
     max_cell_points: int
