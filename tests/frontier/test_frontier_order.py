@@ -140,3 +140,22 @@ def test_closes_sees_an_edge_or_a_chain_between_the_ends():
     # ... and does once 0 and 3 are joined.
     w = work_of([(0, 1), (1, 2), (2, 3), (4, 0), (0, 3), (3, 6)], 7)
     assert closes(w, 1) and closes(w, 2)
+
+
+def test_steps_are_recorded_per_elimination():
+    """``seconds_by_step`` counts every elimination by kind; ``slowest_steps`` are the
+    slowest of them, slowest first, naming the node each eliminated."""
+    g = _tail_graph(1)
+    for method in ("ldp", "elimination"):
+        s = track(g, method=method).stats
+        counts = {k: n for k, n, _ in s.seconds_by_step}
+        assert counts.get("node", 0) == s.node_eliminations
+        assert counts.get("edge", 0) == s.edge_eliminations
+        assert counts.get("heuristic", 0) == s.heuristic_eliminations == 2
+        assert counts["fold"] == s.branch_eliminations + s.ldp_steps + s.enumerations
+        secs = [x[0] for x in s.slowest_steps]
+        assert secs == sorted(secs, reverse=True) and len(secs) == min(10, sum(counts.values()))
+        assert sum(t for _, _, t in s.seconds_by_step) <= s.eliminate_s + s.ldp_s
+        fixed = {v for v, _ in s.heuristic_choices}
+        assert all(nodes[0] in fixed for _, kind, nodes, _, _ in s.slowest_steps
+                   if kind == "heuristic")
