@@ -39,6 +39,7 @@ class Tally(MergeCounts):
     backbone_fallbacks: int = 0
     waited_series: int = 0
     deferred_contractions: int = 0
+    backbone_triangles: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
     max_cell_points: int = 0
@@ -63,7 +64,9 @@ class TrackStats:
         waited_series: nodes with two neighbours whose elimination waited at some
             time, its product being large (``_structure.DEFER_CANDIDATES``; the
             module doc gives the rule); deferred_contractions: those eliminated just
-            before a heuristic elimination next to them.
+            before a heuristic elimination next to them; backbone_triangles: backbone
+            nodes with joined neighbours eliminated because that was estimated cheaper
+            (``_structure.BACKBONE_TRIANGLES``).
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
         ldp_path_lengths: nodes of each path LDP ran on.
         seconds_by_step: ``((kind, count, seconds), ...)`` per kind of elimination
@@ -112,6 +115,7 @@ class TrackStats:
     backbone_fallbacks: int
     waited_series: int
     deferred_contractions: int
+    backbone_triangles: int
     heuristic_choices: tuple
     ldp_path_lengths: tuple
     seconds_by_step: tuple

@@ -45,10 +45,14 @@ def _tail_graph(seed: int, k: int = 8, tail: int = 4) -> CostGraph:
 
 
 def _both(g, method, monkeypatch, **kw):
-    """track(g) with no series node waiting, and with every one that may wait waiting."""
+    """track(g) as the paper orders it (no series node waits, no backbone node is
+    eliminated), and with every series node that may wait waiting and backbone
+    triangles eliminated where estimated cheaper."""
     monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
+    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
     plain = track(g, method=method, **kw)
     monkeypatch.setattr(structure, "DEFER_CANDIDATES", 0.0)
+    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
     waiting = track(g, method=method, **kw)
     return plain, waiting
 
@@ -61,7 +65,7 @@ def _same(plain, waiting):
 
 @pytest.mark.parametrize("method", ["ldp", "elimination"])
 def test_waiting_keeps_choices_and_frontier_on_larger_graphs(method, monkeypatch):
-    waited = contracted = heuristic = 0
+    waited = contracted = heuristic = triangles = 0
     graphs = [model_graph("transformer", 60, 8, seed=s) for s in range(3)]
     graphs += [model_graph("residual", 60, 8, seed=0), hard_graph("shortcut", 40, 6, seed=1)]
     graphs += [_tail_graph(s) for s in range(4)]
@@ -72,7 +76,10 @@ def test_waiting_keeps_choices_and_frontier_on_larger_graphs(method, monkeypatch
         waited += waiting.stats.waited_series
         contracted += waiting.stats.deferred_contractions
         heuristic += waiting.stats.heuristic_eliminations
+        triangles += waiting.stats.backbone_triangles
     assert waited > 0 and heuristic > 0, "the graphs should exercise waiting and heuristics"
+    if method == "ldp":
+        assert triangles > 0, "some backbone triangle should be eliminated"
     assert contracted > 0, "some waiting chain should be contracted before a heuristic"
 
 
@@ -100,6 +107,43 @@ def test_the_tail_waits_for_the_heuristic_and_multiplies_less(method, monkeypatc
         assert waiting.stats.waited_series >= 1
         assert waiting.stats.candidates < 0.5 * plain.stats.candidates, \
             (waiting.stats.candidates, plain.stats.candidates)
+
+
+def _triangle_graph(seed: int, k: int = 8, tail: int = 4) -> CostGraph:
+    """InceptionV3's last batch norm: a conv (the backbone's first node, 4 configurations)
+    feeds mean and subtract (k each, joined), both feed a multiply (2 configurations)
+    that carries the network's tail (a chain of leaves, rich frontiers)."""
+    rng = np.random.default_rng(seed)
+    g = CostGraph()
+
+    def node(name, kk):
+        return g.add_node(name, rng.random((kk, 2)))
+
+    def edge(u, v):
+        g.add_edge(u, v, rng.random((g.num_configs(u), g.num_configs(v), 2)))
+
+    conv, mean, sub, mul = node("conv", 4), node("mean", k), node("sub", k), node("mul", 2)
+    for u, v in ((conv, mean), (conv, sub), (mean, sub), (mean, mul), (sub, mul)):
+        edge(u, v)
+    prev = mul
+    for i in range(tail):
+        t = node(f"tail{i}", 3)
+        edge(prev, t)
+        prev = t
+    return g
+
+
+def test_a_backbone_triangle_goes_first_when_cheaper(monkeypatch):
+    """Without the rule the multiply (free) is eliminated, spreading the tail's points
+    over mean x subtract; with it the conv (backbone, its neighbours joined) goes first
+    and the tail stays on 2 configurations: the same exact frontier for less work."""
+    for seed in range(3):
+        g = _triangle_graph(seed)
+        plain, waiting = _both(g, "ldp", monkeypatch)
+        _same(plain, waiting)          # no heuristic ran: both exact
+        assert plain.stats.heuristic_eliminations == 0
+        assert plain.stats.backbone_triangles == 0 and waiting.stats.backbone_triangles == 1
+        assert waiting.stats.candidates < 0.7 * plain.stats.candidates
 
 
 def test_the_default_threshold_lets_small_products_go_first(monkeypatch):
