@@ -25,7 +25,8 @@ free node beside it: in InceptionV3 the conv node that starts the last batch nor
 backbone has 95 configurations, the free node carrying the network's tail 9 but with
 ~140 points each, and eliminating the latter spreads them over 225 x 117 cells. Such a
 backbone node goes instead of the free series node that would go next when its product
-is estimated smaller (``BACKBONE_TRIANGLES``).
+is estimated smaller and the rest of its component is reduced by exact eliminations
+alone, so that no heuristic choice can depend on it (``BACKBONE_TRIANGLES``).
 
 Usage::
 
@@ -51,7 +52,8 @@ DEFER_CANDIDATES: Optional[float] = 1_000_000.0
 #: Whether a backbone node with two neighbours that are joined by an edge (a triangle,
 #: so no path through it is left for LDP there) may be eliminated like a free one: it
 #: is, instead of the free series node that would go next, when its product is
-#: estimated smaller. Tests turn it off to compare.
+#: estimated smaller and its component needs no heuristic elimination nor backbone
+#: (``_reducible_without``). Tests turn it off to compare.
 BACKBONE_TRIANGLES = True
 
 
@@ -227,11 +229,48 @@ class _Waits:
         best, least = v, self.estimate(v)
         for m in marked_two:
             h, j = adj[m]
-            if j in adj[h] and self.estimate(m) < least:
+            if (j in adj[h] and self.estimate(m) < least
+                    and _reducible_without(self.work, m)):
                 best, least = m, self.estimate(m)
         if best != v:
             self.work.tally.backbone_triangles += 1
         return best
+
+
+def _reducible_without(work: Work, m: int, limit: int = 64) -> bool:
+    """True when m is the only backbone node of its component, which has at most
+    ``limit`` other nodes, and those are reduced to one node by exact eliminations alone
+    (leaves folded, series nodes contracted, parallel edges merged). Then neither this
+    component nor m's backbone has any further say in which nodes heuristic elimination
+    may fix, with m or without it."""
+    adj: dict[int, set[int]] = {}
+    stack = list(work.adj[m])
+    seen = set(stack)
+    while stack:
+        x = stack.pop()
+        if x in work.marked:
+            return False
+        adj[x] = {y for y in work.adj[x] if y != m}
+        for y in adj[x]:
+            if y not in seen:
+                seen.add(y)
+                stack.append(y)
+        if len(seen) > limit:
+            return False
+    queue = [x for x in adj if len(adj[x]) <= 2]
+    while queue and len(adj) > 1:
+        x = queue.pop()
+        if x not in adj or len(adj[x]) > 2:
+            continue
+        nb = adj.pop(x)
+        for y in nb:
+            adj[y].discard(x)
+        if len(nb) == 2:
+            a, b = nb
+            adj[a].add(b)
+            adj[b].add(a)
+        queue.extend(nb)
+    return len(adj) == 1
 
 
 def _contract_next_to(work: Work, x: int, series: set[int]) -> None:

@@ -67,6 +67,7 @@ def _same(plain, waiting):
 def test_waiting_keeps_choices_and_frontier_on_larger_graphs(method, monkeypatch):
     waited = contracted = heuristic = triangles = 0
     graphs = [model_graph("transformer", 60, 8, seed=s) for s in range(3)]
+    graphs += [model_graph("transformer", 30, 8, seed=1)]     # a backbone triangle
     graphs += [model_graph("residual", 60, 8, seed=0), hard_graph("shortcut", 40, 6, seed=1)]
     graphs += [_tail_graph(s) for s in range(4)]
     for g in graphs:
@@ -203,3 +204,16 @@ def test_steps_are_recorded_per_elimination():
         fixed = {v for v, _ in s.heuristic_choices}
         assert all(nodes[0] in fixed for _, kind, nodes, _, _ in s.slowest_steps
                    if kind == "heuristic")
+
+
+def test_backbone_triangles_alone_keep_choices_and_frontier(monkeypatch):
+    """Only where the rest of the component needs no heuristic (``_reducible_without``):
+    on this transformer graph, eliminating the backbone's first node (in a triangle)
+    would start a new backbone on the node the heuristic fixes, and it would fix
+    another one."""
+    monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
+    for g in [model_graph("transformer", 30, 8, seed=1), _triangle_graph(0), _tail_graph(0)]:
+        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
+        plain = track(g)
+        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
+        _same(plain, track(g))
