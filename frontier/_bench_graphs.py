@@ -16,6 +16,7 @@ Usage::
 
     python -m frontier.bench --synthetic-hard --epsilon 0.05 --threads 2
     python -m frontier.bench --graph vgg16_16.npz,transformer_16.npz --timeout 900
+    python -m frontier.bench --graph inception_v3_16.npz --epsilon 0.01 --steps
 """
 
 from __future__ import annotations
@@ -84,12 +85,15 @@ def run_graph(source: str, method: str, threads: int, epsilon: Optional[float],
             "points": len(res.points), "max_cell": s.max_cell_points,
             "heuristic": s.heuristic_eliminations, "T": s.time_lower_bound_s,
             "bound": s.time_error_bound_s / lower,
-            "summed": s.summed_bound_s / lower, "rss": _peak_rss_bytes()}
+            "summed": s.summed_bound_s / lower, "rss": _peak_rss_bytes(),
+            "by_step": s.seconds_by_step, "slowest": s.slowest_steps}
 
 
 def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[float],
-               max_candidates: Optional[int], timeout: float) -> None:
-    """Runs every graph in a child with ``timeout`` seconds and prints a row each."""
+               max_candidates: Optional[int], timeout: float, steps: bool = False) -> None:
+    """Runs every graph in a child with ``timeout`` seconds and prints a row each; with
+    ``steps``, also (as ``#`` lines) the seconds per kind of elimination and the slowest
+    eliminations (``TrackStats.slowest_steps``)."""
     from frontier.bench import _timed
 
     for src in sources:
@@ -111,3 +115,9 @@ def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[
                f"{out['summed']:.3%}",
                f"{out['rss'] / 2**30:.2f}" if out["rss"] >= 0 else "-"]
         print(f"{name:>26} " + " ".join(f"{str(c):>10}" for c in row), flush=True)
+        if steps:
+            print("#   seconds by kind: " + ", ".join(f"{k} {n} x {t:.2f} s"
+                                                   for k, n, t in out["by_step"]))
+            for sec, kind, nodes, cand, pts in out["slowest"]:
+                print(f"#   {sec:8.3f} s  {kind:<9} nodes {list(nodes)}  candidates {cand}  "
+                      f"points {pts}", flush=True)

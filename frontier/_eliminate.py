@@ -27,6 +27,7 @@ Usage::
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -73,6 +74,7 @@ class Work:
         self.marked: set[int] = set()
         self.tails: list[int] = []
         self.marking = True
+        self.touched: set[int] = set(order)          # nodes whose edges changed (_Index)
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -148,6 +150,7 @@ class Work:
         self.edges[self._wid] = [u, v, tid]
         self.adj[u].setdefault(v, []).append(self._wid)
         self.adj[v].setdefault(u, []).append(self._wid)
+        self.touched.update((u, v))
         self._note(self.st.table(tid))
 
     def _remove_edge(self, wid: int) -> None:
@@ -157,11 +160,13 @@ class Work:
             lst.remove(wid)
             if not lst:
                 del self.adj[a][b]
+        self.touched.update((u, v))
         self.st.drop(tid)
 
     def _remove_node(self, v: int) -> None:
         assert not self.adj[v]
         del self.adj[v]
+        self.touched.add(v)
         self.st.drop(self.ntab.pop(v))
         self.marked.discard(v)
         if self.opt.progress is not None:
@@ -170,6 +175,15 @@ class Work:
     def _note(self, t: Table) -> None:
         if t.ncells:
             self.tally.max_cell_points = max(self.tally.max_cell_points, t.max_cell())
+
+    def _step(self, kind: str, nodes: tuple, start: tuple[float, int], out: int) -> None:
+        """Records one elimination (``Tally.steps``): ``start`` is the
+        ``(perf_counter, candidates)`` taken when it began, ``out`` the points made."""
+        self.tally.steps.append((time.perf_counter() - start[0], kind, nodes,
+                                 self.tally.candidates - start[1], out))
+
+    def _start(self) -> tuple[float, int]:
+        return time.perf_counter(), self.tally.candidates
 
     def degree(self, v: int) -> int:
         return len(self.adj[v])
@@ -199,6 +213,7 @@ class Work:
     # ------------------------------------------------------------ eliminations
     def edge_elim(self, u: int, v: int) -> None:
         """Eq. (5): all edges between u and v become one (product per cell)."""
+        start = self._start()
         if self.topo[u] > self.topo[v]:
             u, v = v, u
         wids = list(self.adj[u][v])
@@ -216,6 +231,7 @@ class Work:
             self._remove_edge(wid)
         self._add_edge(u, v, acc)
         self.tally.edge_eliminations += 1
+        self._step("edge", (u, v), start, self.st.table(acc).npoints)
 
     def _node_single(self, v: int) -> tuple[int, Optional[Table]]:
         """Node table of v and, if it has one point per cell, the table to fuse."""
@@ -225,6 +241,7 @@ class Work:
 
     def node_elim(self, v: int) -> None:
         """Eq. (4): v with neighbours h, j (one edge each) becomes an edge h-j."""
+        start = self._start()
         h, j = sorted(self.adj[v], key=self.topo.__getitem__)
         (ehv,), (evj,) = self.adj[v][h], self.adj[v][j]
         a_id = self.oriented(ehv, h)
@@ -247,6 +264,7 @@ class Work:
         self._remove_node(v)
         self._add_edge(h, j, new)
         self.tally.node_eliminations += 1
+        self._step("node", (v, h, j), start, self.st.table(new).npoints)
 
     def fold(self, v: int, u: int) -> None:
         """Folds v (whose only neighbour is u, by one edge) into u's node frontier.
@@ -254,6 +272,7 @@ class Work:
         This is branch elimination (Eq. 6) for a node without other neighbours, and one
         step of LDP (Algorithm 3 line 6) when v is the head of the linear graph.
         """
+        start = self._start()
         (wid,) = self.adj[v][u]
         b_id = self.oriented(wid, v)
         kv, ku = self.K[v], self.K[u]
@@ -276,6 +295,7 @@ class Work:
         self._drop_all(nv, b_id, b0)
         self._remove_node(v)
         self._set_node(u, new)
+        self._step("fold", (v, u), start, self.st.table(new).npoints)
 
     def choose_config(self, v: int, heuristic: Heuristic) -> int:
         """The configuration heuristic elimination fixes for v.
@@ -315,6 +335,8 @@ class Work:
 
     def heuristic_elim(self, v: int, heuristic: Heuristic) -> None:
         """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours."""
+        start = self._start()
+        nbrs = tuple(self.adj[v])
         k = self.choose_config(v, heuristic)
         self.tally.heuristic_choices.append((v, k))
         nv = self.ntab[v]
@@ -334,6 +356,7 @@ class Work:
                 self._set_node(j, new)
         self._remove_node(v)
         self.tally.heuristic_eliminations += 1
+        self._step("heuristic", (v, *nbrs), start, 0)
 
 
 def _product_candidates(na: np.ndarray, nb: np.ndarray) -> float:

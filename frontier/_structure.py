@@ -7,6 +7,27 @@ For "ldp" the first node of each component is marked and the marks are extended 
 single downstream neighbours (Section 3.2); marked nodes are not eliminated, so the
 backbone left for LDP is a long path.
 
+Deferred series nodes: eliminating a node with two neighbours h, j (a "series" node)
+changes no other node's degree unless h and j are already joined, by an edge or by
+another chain of series nodes (then it makes parallel edges). Such an elimination is
+therefore never what makes a heuristic elimination unnecessary, and when its product
+is large (``DEFER_CANDIDATES``, estimated from the points per cell of its tables) it
+waits: a heuristic elimination that is due anyway often turns it into a cheap leaf
+fold, or cuts the tables it would multiply. Heuristic elimination ranks and scores
+nodes as if the waiting chains were contracted (it contracts those next to the node it
+fixes first), so it fixes the same nodes, and on an exact run (no epsilon) the same
+configurations, as without waiting. A waiting node is eliminated when no heuristic
+elimination is left; LDP folds the ones left on paths.
+
+Backbone triangles: a backbone node whose two neighbours are joined by an edge is not on
+a path LDP can use, and eliminating it (exact) can be far cheaper than eliminating the
+free node beside it: in InceptionV3 the conv node that starts the last batch norm's
+backbone has 95 configurations, the free node carrying the network's tail 9 but with
+~140 points each, and eliminating the latter spreads them over 225 x 117 cells. Such a
+backbone node goes instead of the free series node that would go next when its product
+is estimated smaller and the rest of its component is reduced by exact eliminations
+alone, so that no heuristic choice can depend on it (``BACKBONE_TRIANGLES``).
+
 Usage::
 
     reduce_graph(work, "ldp", "min_memory")
@@ -15,11 +36,25 @@ Usage::
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
+
+import numpy as np
 
 from frontier._eliminate import Heuristic, Work
 
-__all__ = ["reduce_graph", "components", "is_path"]
+__all__ = ["reduce_graph", "components", "is_path", "DEFER_CANDIDATES", "BACKBONE_TRIANGLES"]
+
+#: A series elimination whose product is estimated to make more candidate points than
+#: this waits for the heuristic eliminations that are due (see the module doc); tests
+#: set it to 0 (every series node waits) or None (none does).
+DEFER_CANDIDATES: Optional[float] = 1_000_000.0
+
+#: Whether a backbone node with two neighbours that are joined by an edge (a triangle,
+#: so no path through it is left for LDP there) may be eliminated like a free one: it
+#: is, instead of the free series node that would go next, when its product is
+#: estimated smaller and its component needs no heuristic elimination nor backbone
+#: (``_reducible_without``). Tests turn it off to compare.
+BACKBONE_TRIANGLES = True
 
 
 def components(work: Work) -> list[list[int]]:
@@ -61,69 +96,281 @@ def _extend_marks(work: Work) -> None:
         work.tails[i] = tail
 
 
-def _start_backbones(work: Work) -> bool:
-    """Marks the first node of every component that has no marked node."""
+def _start_backbones(work: Work, waiting: Iterable[int] = ()) -> bool:
+    """Marks the first node of every component that has no marked node (the first that
+    is not a waiting series node, which the graph without waiting would not have)."""
     new = False
     for comp in components(work):
         if not any(v in work.marked for v in comp):
-            work.marked.add(comp[0])
-            work.tails.append(comp[0])
+            first = next((v for v in comp if v not in waiting), comp[0])
+            work.marked.add(first)
+            work.tails.append(first)
             new = True
     return new
 
 
-def _is_source(work: Work, v: int) -> bool:
+def _is_source(work: Work, v: int, nbrs: Iterable[int]) -> bool:
     """No neighbour before v: all its edges are out-going, as in Eq. (7)."""
-    return all(work.topo[y] > work.topo[v] for y in work.adj[v])
+    return all(work.topo[y] > work.topo[v] for y in nbrs)
 
 
-def _span(work: Work, v: int) -> int:
+def _span(work: Work, v: int, nbrs: Iterable[int]) -> int:
     """How far in topological order v's edges reach (a mask used by every layer
     reaches from the first layer to the last)."""
-    pos = [work.topo[y] for y in work.adj[v]] + [work.topo[v]]
+    pos = [work.topo[y] for y in nbrs] + [work.topo[v]]
     return max(pos) - min(pos)
 
 
+def _walk(work: Work, prev: int, cur: int, series: set[int]) -> tuple[int, list[int]]:
+    """Follows the edge prev -> cur on through series nodes; returns the first node that
+    is not one (prev's neighbour once the chain is contracted) and the series nodes
+    passed. On a cycle of series nodes it stops where it started."""
+    start, passed = prev, []
+    while cur in series and cur != start:
+        passed.append(cur)
+        prev, cur = cur, next(y for y in work.adj[cur] if y != prev)
+    return cur, passed
+
+
+def _closes(work: Work, v: int, series: set[int]) -> tuple[bool, set[int]]:
+    """True when contracting v's chain of series nodes would make parallel edges (or a
+    loop): its two ends are the same node, or are joined by an edge or another chain.
+    Also returns the nodes the answer depends on (their edges and series status)."""
+    h, j = work.adj[v]
+    a, left = _walk(work, v, h, series)
+    b, right = _walk(work, v, j, series)
+    chain = {v, *left, *right}
+    deps = chain | {a, b}
+    if a == b or a == v or b == v:
+        return True, deps
+    for y in work.adj[a]:
+        if y in chain:
+            continue
+        end, passed = _walk(work, a, y, series)
+        deps.add(end)
+        deps.update(passed)
+        if end == b:
+            return True, deps
+    return False, deps
+
+
+def _series_candidates(work: Work, v: int) -> float:
+    """Estimated candidate points of ``node_elim(v)``: per configuration k of v, the
+    points of h-v at k (all of h's configurations), times v's own points at k, times
+    the points of v-j at k."""
+    sums = []
+    for y in work.adj[v]:
+        (wid,) = work.adj[v][y]
+        u, w, tid = work.edges[wid]
+        c = work.st.table(tid).counts().reshape(work.K[u], work.K[w])
+        sums.append(c.sum(axis=1) if u == v else c.sum(axis=0))
+    own = work.st.table(work.ntab[v]).counts()
+    return float(np.dot(sums[0] * own, sums[1].astype(float)))
+
+
+class _Waits:
+    """Which series nodes wait (see the module doc), each answer remembered until a
+    node it depends on is touched (``Work.touched``) or the backbone marks change."""
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+        self.verdict: dict[int, bool] = {}
+        self.users: dict[int, set[int]] = {}      # node -> verdicts that depend on it
+        self.marks: set[int] = set()
+        self.waited: set[int] = set()
+        self.estimates: dict[int, float] = {}     # _series_candidates, until v is touched
+
+    def forget(self, touched: set[int]) -> None:
+        if self.work.marked != self.marks:
+            self.verdict.clear()
+            self.users.clear()
+            self.marks = set(self.work.marked)
+        for x in touched:
+            self.estimates.pop(x, None)
+            for v in self.users.pop(x, ()):
+                self.verdict.pop(v, None)
+
+    def estimate(self, v: int) -> float:
+        """``_series_candidates(v)``; it depends on v's own tables only, and changing
+        them touches v."""
+        if v not in self.estimates:
+            self.estimates[v] = _series_candidates(self.work, v)
+        return self.estimates[v]
+
+    def waits(self, v: int, series: set[int]) -> bool:
+        if DEFER_CANDIDATES is None:
+            return False
+        if v not in self.verdict:
+            if self.estimate(v) <= DEFER_CANDIDATES:
+                wait, deps = False, {v}
+            else:
+                closes, deps = _closes(self.work, v, series)
+                wait = not closes
+            self.verdict[v] = wait
+            if wait and v not in self.waited:
+                self.waited.add(v)
+                self.work.tally.waited_series += 1
+            for d in deps:
+                self.users.setdefault(d, set()).add(v)
+        return self.verdict[v]
+
+    def next_series(self, two: list[int], series: set[int]) -> Optional[int]:
+        """The series node to eliminate now: the cheapest (``_node_cost``) that does not
+        wait; None when all wait."""
+        ready = [v for v in two if not self.waits(v, series)]
+        return min(ready, key=lambda x: _node_cost(self.work, x)) if ready else None
+
+    def backbone_triangle(self, v: int, marked_two: Iterable[int]) -> int:
+        """v, or a backbone node in a triangle whose product is estimated smaller (see
+        ``BACKBONE_TRIANGLES``)."""
+        if not BACKBONE_TRIANGLES:
+            return v
+        adj = self.work.adj
+        best, least = v, self.estimate(v)
+        for m in marked_two:
+            h, j = adj[m]
+            if (j in adj[h] and self.estimate(m) < least
+                    and _reducible_without(self.work, m)):
+                best, least = m, self.estimate(m)
+        if best != v:
+            self.work.tally.backbone_triangles += 1
+        return best
+
+
+def _reducible_without(work: Work, m: int, limit: int = 64) -> bool:
+    """True when m is the only backbone node of its component, which has at most
+    ``limit`` other nodes, and those are reduced to one node by exact eliminations alone
+    (leaves folded, series nodes contracted, parallel edges merged). Then neither this
+    component nor m's backbone has any further say in which nodes heuristic elimination
+    may fix, with m or without it."""
+    adj: dict[int, set[int]] = {}
+    stack = list(work.adj[m])
+    seen = set(stack)
+    while stack:
+        x = stack.pop()
+        if x in work.marked:
+            return False
+        adj[x] = {y for y in work.adj[x] if y != m}
+        for y in adj[x]:
+            if y not in seen:
+                seen.add(y)
+                stack.append(y)
+        if len(seen) > limit:
+            return False
+    queue = [x for x in adj if len(adj[x]) <= 2]
+    while queue and len(adj) > 1:
+        x = queue.pop()
+        if x not in adj or len(adj[x]) > 2:
+            continue
+        nb = adj.pop(x)
+        for y in nb:
+            adj[y].discard(x)
+        if len(nb) == 2:
+            a, b = nb
+            adj[a].add(b)
+            adj[b].add(a)
+        queue.extend(nb)
+    return len(adj) == 1
+
+
+def _contract_next_to(work: Work, x: int, series: set[int]) -> None:
+    """Eliminates the waiting series nodes on the chains at x, cheapest first, so that
+    x's edges are those of the graph without waiting."""
+    for y in list(work.adj[x]):
+        if y in series:
+            chain = _walk(work, x, y, series)[1]
+            while chain:
+                v = min(chain, key=lambda c: _node_cost(work, c))
+                chain.remove(v)
+                work.node_elim(v)
+                work.tally.deferred_contractions += 1
+
+
 def _node_cost(work: Work, v: int) -> tuple:
-    """How much work eliminating v (two neighbours) takes: the blocks of its product,
-    K_h * K_v * K_j, times its tables' points per cell; ties by topological index."""
+    """How much work eliminating v (two neighbours) takes, roughly: the blocks of its
+    product, K_h * K_v * K_j; ties by topological index. (Which series nodes wait is
+    decided by ``_series_candidates``, from the tables' points per cell.)"""
     h, j = work.adj[v]
     cells = work.K[h] * work.K[v] * work.K[j]
     return cells, work.topo[v]
 
 
-def _parallel_pair(work: Work) -> Optional[tuple[int, int]]:
-    for u, nb in work.adj.items():
-        for v, wids in nb.items():
-            if len(wids) > 1:
-                return u, v
-    return None
+class _Index:
+    """The nodes by degree (1, 2, 3 or more) and the nodes with parallel edges, kept
+    up to date from ``Work.touched`` instead of rescanning the graph per elimination."""
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+        self.by_degree: tuple[set[int], set[int], set[int]] = (set(), set(), set())
+        self.parallel: dict[int, set[int]] = {}
+
+    def refresh(self) -> set[int]:
+        """Takes in the nodes touched since the last call; returns them."""
+        work = self.work
+        touched, work.touched = work.touched, set()
+        for x in touched:
+            for s in self.by_degree:
+                s.discard(x)
+            self.parallel.pop(x, None)
+            nb = work.adj.get(x)
+            if not nb:
+                continue
+            self.by_degree[min(len(nb), 3) - 1].add(x)
+            multi = {y for y, wids in nb.items() if len(wids) > 1}
+            if multi:
+                self.parallel[x] = multi
+        return touched
+
+    def parallel_pair(self) -> Optional[tuple[int, int]]:
+        if not self.parallel:
+            return None
+        u = min(self.parallel, key=self.work.topo.__getitem__)
+        return u, min(self.parallel[u], key=self.work.topo.__getitem__)
+
+    def marked(self, degree: int) -> list[int]:
+        """Backbone nodes of that degree, in topological order."""
+        marked = self.work.marked
+        return sorted((v for v in self.by_degree[degree - 1] if v in marked),
+                      key=self.work.topo.__getitem__)
+
+    def free(self, degree: int, ldp: bool) -> list[int]:
+        """Nodes of that degree (3: or more) not on the backbone, in topological order."""
+        marked = self.work.marked if ldp else ()
+        return sorted((v for v in self.by_degree[degree - 1] if v not in marked),
+                      key=self.work.topo.__getitem__)
 
 
 def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
     """Eliminates until every component is a path ("ldp") or has at most two nodes
-    ("elimination"). Exact eliminations always go first. Heuristic elimination only
-    when none applies, of a node off the backbone with three or more neighbours,
-    preferring (in order) a source (all edges out-going, as Eq. 7 is stated; a mask is
-    one), the widest reach in topological order, the most neighbours."""
+    ("elimination"). Exact eliminations go first, but for series nodes that wait (see
+    the module doc). Heuristic elimination only when no other applies, of a node off
+    the backbone with three or more neighbours, preferring (in order) a source (all
+    edges out-going, as Eq. 7 is stated; a mask is one), the widest reach in
+    topological order, the most neighbours; neighbours are counted as if the waiting
+    chains were contracted."""
     ldp = method == "ldp"
+    index = _Index(work)
+    waits = _Waits(work)
     if ldp:
         _start_backbones(work)
     while True:
         if ldp:
             _extend_marks(work)
-        pair = _parallel_pair(work)
+        waits.forget(index.refresh())
+        pair = index.parallel_pair()
         if pair is not None:
             work.edge_elim(*pair)
             continue
-        order = sorted(work.adj, key=work.topo.__getitem__)
-        free = [v for v in order if not (ldp and v in work.marked)]
-        two = [v for v in free if work.degree(v) == 2]
-        if two:
-            work.node_elim(min(two, key=lambda v: _node_cost(work, v)))
+        two = index.free(2, ldp)
+        series = set(two)
+        v = waits.next_series(two, series) if two else None
+        if v is not None:
+            if ldp:
+                v = waits.backbone_triangle(v, index.marked(2))
+            work.node_elim(v)
             continue
-        v = next((v for v in free if work.degree(v) == 1
-                  and (ldp or work.degree(next(iter(work.adj[v]))) >= 2)), None)
+        v = next((v for v in index.free(1, ldp)
+                  if ldp or work.degree(next(iter(work.adj[v]))) >= 2), None)
         if v is not None:
             work.fold(v, next(iter(work.adj[v])))
             work.tally.branch_eliminations += 1
@@ -132,11 +379,14 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
         if ldp:
             if all(is_path(work, c) for c in comps):
                 return
-            if work.marking and _start_backbones(work):
+            if work.marking and _start_backbones(work, series):
                 continue
         elif all(len(c) <= 2 for c in comps):
             return
-        cand = [v for v in free if work.degree(v) >= 3]
+        cand = index.free(3, ldp)
+        if not cand and two:        # only waiting series nodes can go
+            work.node_elim(min(two, key=lambda v: _node_cost(work, v)))
+            continue
         if not cand:
             # Only backbone nodes are left and they do not form a path: give up the
             # backbone and let exact eliminations work on all nodes.
@@ -146,6 +396,8 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
             work.tails.clear()
             work.tally.backbone_fallbacks += 1
             continue
-        v = max(cand, key=lambda x: (_is_source(work, x), _span(work, x), work.degree(x),
-                                     -work.topo[x]))
+        ends = {x: [_walk(work, x, y, series)[0] for y in work.adj[x]] for x in cand}
+        v = max(cand, key=lambda x: (_is_source(work, x, ends[x]), _span(work, x, ends[x]),
+                                     work.degree(x), -work.topo[x]))
+        _contract_next_to(work, v, series)
         work.heuristic_elim(v, heuristic)

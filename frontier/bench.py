@@ -8,6 +8,7 @@ Usage::
     python -m frontier.bench --threads 1,2 --shape chain --n 200 --k 64
     python -m frontier.bench --synthetic-hard --epsilon 0.05   # issue 14's random graphs
     python -m frontier.bench --graph model.npz --max-candidates 1000000   # a saved graph
+    python -m frontier.bench --graph model.npz --epsilon 0.01 --steps  # + slowest steps
 
 Each run happens in a child process with a wall-clock limit (``--timeout``); a run that
 exceeds it is reported as ``>T``, and larger n for the same shape, K and method are then
@@ -102,6 +103,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="with --synthetic-hard / --graph: track's epsilon")
     ap.add_argument("--max-candidates", type=int, default=None,
                     help="with --synthetic-hard / --graph: track's max_candidates")
+    ap.add_argument("--steps", action="store_true",
+                    help="with --synthetic-hard / --graph: also print the seconds per kind "
+                         "of elimination and the slowest eliminations")
     a = ap.parse_args(argv)
     if a.synthetic_hard or a.graph:
         sources = list(HARD_GRAPHS) if a.synthetic_hard else []
@@ -111,7 +115,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"timeout={a.timeout:g}s")
         method = a.methods.split(",")[0]
         print_rows(sources, method, _ints(a.threads)[0], a.epsilon, a.max_candidates,
-                   a.timeout)
+                   a.timeout, steps=a.steps)
         return 0
     if a.quick:
         a.n, a.k = "50,100", "16,64"

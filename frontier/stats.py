@@ -18,7 +18,10 @@ from typing import Any, Optional, Union
 
 from frontier._values import MergeCounts
 
-__all__ = ["TrackStats", "Tally"]
+__all__ = ["TrackStats", "Tally", "SLOWEST_STEPS"]
+
+#: How many of the slowest eliminations ``TrackStats.slowest_steps`` keeps.
+SLOWEST_STEPS = 10
 
 Heuristic = Union[str, tuple]
 
@@ -34,11 +37,15 @@ class Tally(MergeCounts):
     ldp_steps: int = 0
     enumerations: int = 0
     backbone_fallbacks: int = 0
+    waited_series: int = 0
+    deferred_contractions: int = 0
+    backbone_triangles: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
     max_cell_points: int = 0
     heuristic_choices: list = field(default_factory=list)
     ldp_path_lengths: list = field(default_factory=list)
+    steps: list = field(default_factory=list)     # (seconds, kind, nodes, candidates, points)
 
 
 @dataclass(frozen=True)
@@ -54,8 +61,20 @@ class TrackStats:
             ldp_steps: LDP steps (Algorithm 3); enumerations: two-node remainders
             enumerated ("elimination"); backbone_fallbacks: times the linear backbone
             was given up because only it was left and it was not a path.
+        waited_series: nodes with two neighbours whose elimination waited at some
+            time, its product being large (``_structure.DEFER_CANDIDATES``; the
+            module doc gives the rule); deferred_contractions: those eliminated just
+            before a heuristic elimination next to them; backbone_triangles: backbone
+            nodes with joined neighbours eliminated because that was estimated cheaper
+            (``_structure.BACKBONE_TRIANGLES``).
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
         ldp_path_lengths: nodes of each path LDP ran on.
+        seconds_by_step: ``((kind, count, seconds), ...)`` per kind of elimination
+            ("node", "edge", "fold", "heuristic"; LDP steps are folds), slowest first.
+        slowest_steps: the ``SLOWEST_STEPS`` slowest eliminations, slowest first, each
+            ``(seconds, kind, nodes, candidates, points)``: the nodes it worked on
+            (eliminated node first; for "edge" the two ends), the candidate points its
+            kernels examined, the points of the table it made (0 for "heuristic").
         max_cell_points: the most points any one cell of any table held.
         candidates: candidate points the kernels examined one by one.
         blocks: products of two cells the kernels merged.
@@ -94,8 +113,13 @@ class TrackStats:
     ldp_steps: int
     enumerations: int
     backbone_fallbacks: int
+    waited_series: int
+    deferred_contractions: int
+    backbone_triangles: int
     heuristic_choices: tuple
     ldp_path_lengths: tuple
+    seconds_by_step: tuple
+    slowest_steps: tuple
     max_cell_points: int
     candidates: int
     blocks: int
@@ -127,6 +151,8 @@ class TrackStats:
         out = asdict(self)
         out["heuristic_choices"] = [list(c) for c in self.heuristic_choices]
         out["ldp_path_lengths"] = list(self.ldp_path_lengths)
+        out["seconds_by_step"] = [list(x) for x in self.seconds_by_step]
+        out["slowest_steps"] = [[t, k, list(n), c, p] for t, k, n, c, p in self.slowest_steps]
         if isinstance(self.heuristic, tuple):
             out["heuristic"] = list(self.heuristic)
         out["exact"] = self.exact
@@ -135,7 +161,15 @@ class TrackStats:
     @classmethod
     def from_tally(cls, tally: Tally, **fields: Any) -> "TrackStats":
         """Freezes ``tally``; ``fields`` gives the rest (options, bounds, seconds)."""
-        counts = {k: v for k, v in asdict(tally).items() if k != "gap_s"}
+        counts = {k: v for k, v in asdict(tally).items() if k not in ("gap_s", "steps")}
         counts["heuristic_choices"] = tuple(tuple(c) for c in tally.heuristic_choices)
         counts["ldp_path_lengths"] = tuple(tally.ldp_path_lengths)
+        by_kind: dict[str, list] = {}
+        for step in tally.steps:
+            acc = by_kind.setdefault(step[1], [0, 0.0])
+            acc[0] += 1
+            acc[1] += step[0]
+        counts["seconds_by_step"] = tuple(sorted(((k, n, t) for k, (n, t) in by_kind.items()),
+                                                 key=lambda x: -x[2]))
+        counts["slowest_steps"] = tuple(sorted(tally.steps, key=lambda x: -x[0])[:SLOWEST_STEPS])
         return cls(**counts, **fields)

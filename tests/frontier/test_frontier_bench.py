@@ -20,8 +20,10 @@ def test_bench_graph_rows(tmp_path, capsys):
     path = str(tmp_path / "g.npz")
     model_graph("residual", 10, 4).save(path)
     assert bench.main(["--graph", f"hard:shortcut:13:4,{path}", "--epsilon", "0.1",
-                       "--timeout", "60"]) == 0
+                       "--timeout", "60", "--steps"]) == 0
     out = capsys.readouterr().out
+    assert sum(ln.startswith("#   seconds by kind: node ") for ln in out.splitlines()) == 2
+    assert any(ln.startswith("#") and " s  node      nodes [" in ln for ln in out.splitlines())
     rows = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
     assert rows[0][:3] == ["graph", "nodes", "edges"] and len(rows) == 3
     assert rows[1][:3] == ["hard:shortcut:13:4", "13", "15"] and rows[2][:2] == ["g.npz", "10"]

@@ -1,0 +1,219 @@
+"""The elimination order: series nodes whose product is large wait for the heuristic
+eliminations that are due (``frontier._structure``, issue 14's InceptionV3 tail).
+
+Waiting must change only the cost: the same nodes are fixed to the same configurations,
+and the frontier is the same (exact where no heuristic ran, as brute force says).
+"""
+
+import numpy as np
+import pytest
+
+import frontier._structure as structure
+from frontier import CostGraph, track
+from frontier.brute_force import brute_force
+from frontier.synthetic import SMALL_SHAPES, hard_graph, model_graph, random_graph
+
+
+def _tail_graph(seed: int, k: int = 8, tail: int = 4) -> CostGraph:
+    """Two clusters that need a heuristic elimination each (a source s feeding p, q, r,
+    with p -> q -> r and p -> r), joined by a concat whose rich tail (a chain of leaves)
+    folds into it: the concat is a series node between the clusters' r nodes, as
+    InceptionV3's last concat is between two batch norms."""
+    rng = np.random.default_rng(seed)
+    g = CostGraph()
+
+    def node(name, kk=k):
+        return g.add_node(name, rng.random((kk, 2)))
+
+    def edge(u, v):
+        g.add_edge(u, v, rng.random((g.num_configs(u), g.num_configs(v), 2, 2)))
+
+    ends = []
+    for c in "ab":
+        s, p, q, r = (node(f"{c}_{x}", 3 if x == "s" else k) for x in "spqr")
+        for u, v in ((s, p), (s, q), (s, r), (p, q), (p, r), (q, r)):
+            edge(u, v)
+        ends.append(r)
+    prev = node("concat")
+    edge(ends[0], prev)
+    edge(ends[1], prev)
+    for i in range(tail):
+        t = node(f"tail{i}")
+        edge(prev, t)
+        prev = t
+    return g
+
+
+def _both(g, method, monkeypatch, **kw):
+    """track(g) as the paper orders it (no series node waits, no backbone node is
+    eliminated), and with every series node that may wait waiting and backbone
+    triangles eliminated where estimated cheaper."""
+    monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
+    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
+    plain = track(g, method=method, **kw)
+    monkeypatch.setattr(structure, "DEFER_CANDIDATES", 0.0)
+    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
+    waiting = track(g, method=method, **kw)
+    return plain, waiting
+
+
+def _same(plain, waiting):
+    assert waiting.stats.heuristic_choices == plain.stats.heuristic_choices
+    assert len(waiting.points) == len(plain.points)
+    np.testing.assert_allclose(waiting.points, plain.points, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["ldp", "elimination"])
+def test_waiting_keeps_choices_and_frontier_on_larger_graphs(method, monkeypatch):
+    waited = contracted = heuristic = triangles = 0
+    graphs = [model_graph("transformer", 60, 8, seed=s) for s in range(3)]
+    graphs += [model_graph("transformer", 30, 8, seed=1)]     # a backbone triangle
+    graphs += [model_graph("residual", 60, 8, seed=0), hard_graph("shortcut", 40, 6, seed=1)]
+    graphs += [_tail_graph(s) for s in range(4)]
+    for g in graphs:
+        plain, waiting = _both(g, method, monkeypatch)
+        _same(plain, waiting)
+        assert plain.stats.waited_series == 0
+        waited += waiting.stats.waited_series
+        contracted += waiting.stats.deferred_contractions
+        heuristic += waiting.stats.heuristic_eliminations
+        triangles += waiting.stats.backbone_triangles
+    assert waited > 0 and heuristic > 0, "the graphs should exercise waiting and heuristics"
+    if method == "ldp":
+        assert triangles > 0, "some backbone triangle should be eliminated"
+    assert contracted > 0, "some waiting chain should be contracted before a heuristic"
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+def test_waiting_matches_brute_force(shape, monkeypatch):
+    for seed in range(12):
+        g = random_graph(np.random.default_rng([seed, SMALL_SHAPES.index(shape), 7]), shape)
+        ref = brute_force(g)
+        for method in ("ldp", "elimination"):
+            plain, waiting = _both(g, method, monkeypatch)
+            _same(plain, waiting)
+            if waiting.stats.heuristic_eliminations == 0:
+                np.testing.assert_allclose(waiting.points, ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["ldp", "elimination"])
+def test_the_tail_waits_for_the_heuristic_and_multiplies_less(method, monkeypatch):
+    """Without waiting the concat (a series node) is eliminated first, making a K x K
+    table of its rich tail; waiting, the clusters' heuristic eliminations come first
+    and the concat ends up a leaf: same frontier, far fewer candidate points."""
+    for seed in range(3):
+        plain, waiting = _both(_tail_graph(seed), method, monkeypatch)
+        _same(plain, waiting)
+        assert waiting.stats.heuristic_eliminations == 2
+        assert waiting.stats.waited_series >= 1
+        assert waiting.stats.candidates < 0.5 * plain.stats.candidates, \
+            (waiting.stats.candidates, plain.stats.candidates)
+
+
+def _triangle_graph(seed: int, k: int = 8, tail: int = 4) -> CostGraph:
+    """InceptionV3's last batch norm: a conv (the backbone's first node, 4 configurations)
+    feeds mean and subtract (k each, joined), both feed a multiply (2 configurations)
+    that carries the network's tail (a chain of leaves, rich frontiers)."""
+    rng = np.random.default_rng(seed)
+    g = CostGraph()
+
+    def node(name, kk):
+        return g.add_node(name, rng.random((kk, 2)))
+
+    def edge(u, v):
+        g.add_edge(u, v, rng.random((g.num_configs(u), g.num_configs(v), 2)))
+
+    conv, mean, sub, mul = node("conv", 4), node("mean", k), node("sub", k), node("mul", 2)
+    for u, v in ((conv, mean), (conv, sub), (mean, sub), (mean, mul), (sub, mul)):
+        edge(u, v)
+    prev = mul
+    for i in range(tail):
+        t = node(f"tail{i}", 3)
+        edge(prev, t)
+        prev = t
+    return g
+
+
+def test_a_backbone_triangle_goes_first_when_cheaper(monkeypatch):
+    """Without the rule the multiply (free) is eliminated, spreading the tail's points
+    over mean x subtract; with it the conv (backbone, its neighbours joined) goes first
+    and the tail stays on 2 configurations: the same exact frontier for less work."""
+    for seed in range(3):
+        g = _triangle_graph(seed)
+        plain, waiting = _both(g, "ldp", monkeypatch)
+        _same(plain, waiting)          # no heuristic ran: both exact
+        assert plain.stats.heuristic_eliminations == 0
+        assert plain.stats.backbone_triangles == 0 and waiting.stats.backbone_triangles == 1
+        assert waiting.stats.candidates < 0.7 * plain.stats.candidates
+
+
+def test_the_default_threshold_lets_small_products_go_first(monkeypatch):
+    """With the shipped threshold, products of a few thousand candidates never wait."""
+    assert structure.DEFER_CANDIDATES is not None and structure.DEFER_CANDIDATES >= 1e4
+    res = track(_tail_graph(0))
+    assert res.stats.waited_series == 0
+
+
+def test_closes_sees_an_edge_or_a_chain_between_the_ends():
+    """A series chain whose ends are already joined (by an edge, or by another chain)
+    must not wait: contracting it makes parallel edges, which exact eliminations use."""
+    from frontier._eliminate import Options, Work
+    from frontier._store import Store
+    from frontier.stats import Tally
+
+    def work_of(edges, n):
+        g = CostGraph()
+        for v in range(n):
+            g.add_node(f"n{v}", [(1.0, 1.0), (2.0, 0.5)])
+        for u, v in edges:
+            g.add_edge(u, v, np.ones((2, 2, 2)))
+        order = g.topological_order()
+        return Work(g, order, Store(g.num_nodes, g.num_edges), Tally(), Options())
+
+    def closes(work, v):
+        series = {x for x in work.adj if work.degree(x) == 2}
+        return structure._closes(work, v, series)[0]
+
+    # 0 - 1 - 2 and 0 - 2 (triangle): 1 closes.
+    assert closes(work_of([(0, 1), (1, 2), (0, 2)], 3), 1)
+    # 0 - 1 - 2 and 0 - 3 - 2 (two chains between 0 and 2): both close.
+    w = work_of([(0, 1), (1, 2), (0, 3), (3, 2), (0, 4), (2, 4)], 5)
+    assert closes(w, 1) and closes(w, 3)
+    # 0 - 1 - 2 - 3 with 0, 3 of degree 3 but not joined: does not close.
+    w = work_of([(0, 1), (1, 2), (2, 3), (4, 0), (5, 0), (3, 6), (3, 7)], 8)
+    assert not closes(w, 1) and not closes(w, 2)
+    # ... and does once 0 and 3 are joined.
+    w = work_of([(0, 1), (1, 2), (2, 3), (4, 0), (0, 3), (3, 6)], 7)
+    assert closes(w, 1) and closes(w, 2)
+
+
+def test_steps_are_recorded_per_elimination():
+    """``seconds_by_step`` counts every elimination by kind; ``slowest_steps`` are the
+    slowest of them, slowest first, naming the node each eliminated."""
+    g = _tail_graph(1)
+    for method in ("ldp", "elimination"):
+        s = track(g, method=method).stats
+        counts = {k: n for k, n, _ in s.seconds_by_step}
+        assert counts.get("node", 0) == s.node_eliminations
+        assert counts.get("edge", 0) == s.edge_eliminations
+        assert counts.get("heuristic", 0) == s.heuristic_eliminations == 2
+        assert counts["fold"] == s.branch_eliminations + s.ldp_steps + s.enumerations
+        secs = [x[0] for x in s.slowest_steps]
+        assert secs == sorted(secs, reverse=True) and len(secs) == min(10, sum(counts.values()))
+        assert sum(t for _, _, t in s.seconds_by_step) <= s.eliminate_s + s.ldp_s
+        fixed = {v for v, _ in s.heuristic_choices}
+        assert all(nodes[0] in fixed for _, kind, nodes, _, _ in s.slowest_steps
+                   if kind == "heuristic")
+
+
+def test_backbone_triangles_alone_keep_choices_and_frontier(monkeypatch):
+    """Only where the rest of the component needs no heuristic (``_reducible_without``):
+    on this transformer graph, eliminating the backbone's first node (in a triangle)
+    would start a new backbone on the node the heuristic fixes, and it would fix
+    another one."""
+    monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
+    for g in [model_graph("transformer", 30, 8, seed=1), _triangle_graph(0), _tail_graph(0)]:
+        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
+        plain = track(g)
+        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
+        _same(plain, track(g))
