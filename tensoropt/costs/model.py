@@ -207,8 +207,8 @@ class CostModel:
         self.step_cost = StepCostFn(collectives)
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
-        self.trained = {v for s in graph.train_steps for v in s.var_list}
         self.optimizers = {v: s.optimizer for s in graph.train_steps for v in s.var_list}
+        self.trained = self.optimizers.keys()
         self._edge_tables: dict = {}
 
     # -- ops -------------------------------------------------------------------------------

@@ -135,8 +135,7 @@ class PlanContext(RebuildTasks):
                         for k, op in enumerate(self.ops)]
         # Adam's sparse update (an embedding's gradient) scales the slots before it adds
         # the gradient; see the module doc
-        adam = {v.op for st in getattr(graph, "train_steps", ()) for v in st.var_list
-                if getattr(st.optimizer, "tf_name", "") == "AdamOptimizer"}
+        adam = {v.op for v, optimizer in model.optimizers.items() if optimizer.tf_name == "AdamOptimizer"}
         self.sparse_adam = [self.updates[k] and op in adam and any(
             self.ops[self.edges[e][0]].kind == "embedding_lookup" and self.edges[e][1] == 0
             for e in self.out_edges[k].get(0, ())) for k, op in enumerate(self.ops)]
