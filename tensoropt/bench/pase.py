@@ -6,9 +6,13 @@
 For each model (the zoo's PaSE shapes: InceptionV3 and ResNet101 at batch 128, the
 Transformer at batch 64) and device count, on ``paper-v100x16`` scaled to that count, it
 prints the search's seconds split into pricing (configurations and edge tables) and
-Frontier-Tracking, the frontier's plan count, its error bound (0 when exact), the fastest
-plan's estimated time, and the seconds PaSE's DP took on this 2-core machine for its single
-minimum-time point (issue 14's table; ``>`` means it did not finish in that time).
+Frontier-Tracking, its whole CPU seconds, the process's peak resident memory, the
+frontier's plan count, its error bound (0 when exact; ``+h`` when heuristic eliminations
+fixed some ops, which the bound does not cover), the fastest plan's estimated time, and
+the seconds PaSE's DP took on this 2-core machine for its single minimum-time point
+(issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
+child process of its own (so its peak memory is its own), stopped after ``--timeout``
+seconds and printed as ``>T``.
 
 PaSE returns one point; this search returns the whole memory/time frontier.
 """
@@ -16,13 +20,11 @@ PaSE returns one point; this search returns the whole memory/time frontier.
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import resource
 import time
 
-import tensoropt as to
-from tensoropt import models
-from tensoropt.cluster import get_cluster
 from tensoropt.search.driver import SearchOptions
-from tensoropt.search.strategy import frontier_for
 
 __all__ = ["PASE_DP_SECONDS", "run", "main"]
 
@@ -37,18 +39,56 @@ PASE_DP_SECONDS = {
 
 def run(model: str, devices: int, search: SearchOptions) -> dict:
     """Searches one model's frontier; returns its figures."""
+    import tensoropt as to
+    from tensoropt import models
+    from tensoropt.cluster import get_cluster
+    from tensoropt.search.strategy import frontier_for
+
     to.reset_default_graph()
     models.build(model, size="paper")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
                           search=search)
-    total = time.perf_counter() - start
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = result.stats
     plans = result.plans
     return {"model": model, "devices": devices, "pricing_s": stats["build_s"],
-            "tracking_s": stats["track_s"], "total_s": total, "plans": len(plans),
+            "tracking_s": stats["track_s"], "total_s": total, "cpu_s": cpu, "plans": len(plans),
             "bound_s": stats["frontier"].time_error_bound_s,
+            "heuristic": stats["frontier"].heuristic_eliminations,
+            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
             "fastest_s": min(t for _, t in plans.points)}
+
+
+def _child(conn, model: str, devices: int, search: SearchOptions) -> None:
+    try:
+        conn.send(run(model, devices, search))
+    except BaseException as err:  # report, never hang the parent
+        conn.send({"error": f"{type(err).__name__}: {err}"})
+    finally:
+        conn.close()
+
+
+def run_in_child(model: str, devices: int, search: SearchOptions, timeout: float) -> dict | None:
+    """``run`` in a child process of its own; None when it takes more than ``timeout`` s.
+
+    Raises:
+        RuntimeError: the search failed in the child (its error is in the message).
+    """
+    ctx = mp.get_context("fork")   # the parent has run nothing: no TensorFlow, no numba threads
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, model, devices, search))
+    proc.start()
+    child.close()
+    if not parent.poll(timeout):
+        proc.terminate()
+        proc.join()
+        return None
+    out = parent.recv()
+    proc.join()
+    if "error" in out:
+        raise RuntimeError(f"{model} on {devices} devices: {out['error']}")
+    return out
 
 
 def _reference(model: str, devices: int) -> str:
@@ -66,6 +106,7 @@ def main(argv=None) -> int:
                         help="epsilon-approximate frontiers (default exact)")
     parser.add_argument("--max-candidates", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per search")
     args = parser.parse_args(argv)
     try:
         counts = [int(d) for d in args.devices.split(",") if d]
@@ -74,13 +115,19 @@ def main(argv=None) -> int:
     search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
                            threads=args.threads)
     print(f"{'model':<18}{'devices':>8}{'pricing s':>11}{'tracking s':>12}{'total s':>10}"
-          f"{'plans':>7}{'bound s':>10}{'fastest s':>11}  PaSE DP (one point)", flush=True)
+          f"{'cpu s':>8}{'peak GiB':>10}{'plans':>7}{'bound s':>11}{'fastest s':>11}"
+          "  PaSE DP (one point)", flush=True)
     for model in filter(None, args.models.split(",")):
         for devices in counts:
-            r = run(model, devices, search)
+            r = run_in_child(model, devices, search, args.timeout)
+            if r is None:
+                print(f"{model:<18}{devices:>8}{'>' + format(args.timeout, 'g'):>33}"
+                      f"{'':>47}  {_reference(model, devices)}", flush=True)
+                continue
+            bound = f"{r['bound_s']:.3g}" + ("+h" if r["heuristic"] else "")
             print(f"{model:<18}{devices:>8}{r['pricing_s']:>11.1f}{r['tracking_s']:>12.1f}"
-                  f"{r['total_s']:>10.1f}{r['plans']:>7}{r['bound_s']:>10.3g}{r['fastest_s']:>11.4f}"
-                  f"  {_reference(model, devices)}", flush=True)
+                  f"{r['total_s']:>10.1f}{r['cpu_s']:>8.1f}{r['peak_gib']:>10.2f}{r['plans']:>7}"
+                  f"{bound:>11}{r['fastest_s']:>11.4f}  {_reference(model, devices)}", flush=True)
     return 0
 
 
