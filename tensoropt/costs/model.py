@@ -42,10 +42,11 @@ from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
                                reruns_forward, saved_bytes)
+from tensoropt.costs._edge_tables import EdgeAlternative, EdgeAlternativeTable, price_edge_table
 from tensoropt.costs.profiler import AnalyticalCompute
 
-__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "WithCycle", "requires_grad",
-           "reruns_forward", "FORWARD_SHARE"]
+__all__ = ["Collectives", "OpCost", "EdgeAlternative", "EdgeAlternativeTable", "CostModel", "StepCostFn", "WithCycle",
+           "requires_grad", "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -84,35 +85,6 @@ class OpCost:
     @property
     def time_s(self) -> float:
         return self.compute_s + self.sync_s
-
-
-@dataclass(frozen=True)
-class EdgeAlternative:
-    """One way to carry a tensor over an edge.
-
-    Attributes:
-        memory_bytes: memory change relative to both ends keeping their saved copies.
-        time_s: re-scheduling forward + backward, plus any re-run for reuse.
-        reuse: "none" (no copy kept by both ends), "keep_both", "keep_producer",
-            "keep_consumer", or "shared" (same layout: one physical copy).
-        src, dst: the producer's and the consumer's layouts.
-        grad: whether a gradient flows back over the edge.
-        compute_s: the part of ``time_s`` that is compute: a keep_producer consumer's
-            forward re-run in backward (``CostModel.rerun_cost``).
-    """
-
-    memory_bytes: float
-    time_s: float
-    reuse: str
-    src: Layout
-    dst: Layout
-    grad: bool
-    compute_s: float = 0.0
-
-    @property
-    def network_s(self) -> float:
-        """The collectives' part of ``time_s`` (the rest, ``compute_s``, is a re-run)."""
-        return self.time_s - self.compute_s
 
 
 @dataclass(frozen=True)
@@ -325,10 +297,11 @@ class CostModel:
 
     def edge_alternative_table(self, tensor, srcs, dsts, producer_keeps: bool,
                                consumer_keeps: bool, *, producer_pinned: bool = False,
-                               grad: bool | None = None, sole_keeper: bool = True) -> dict:
+                               grad: bool | None = None, sole_keeper: bool = True) -> EdgeAlternativeTable:
         """``{(u, v): edge_alternatives(tensor, srcs[u], dst, ..., rerun=rerun)}`` with
-        ``(dst, rerun) = dsts[v]``, for every pair, priced together: one shortest-path tree
-        per source layout (and per destination for the gradient), and kept per distinct
+        ``(dst, rerun) = dsts[v]``, for every pair (an ``EdgeAlternativeTable``: arrays, and
+        each pair's list built on first access), priced together: one conversion matrix
+        each way, and kept per distinct
         (layouts, re-runs, shape, itemsize, keeps, gradient) so that edges of repeated
         layers, and edges of other op kinds carrying a tensor of the same shape, share one
         table."""
@@ -345,40 +318,20 @@ class CostModel:
         return table
 
     def _price_edge_table(self, shape, itemsize, srcs, dsts, both_keep: bool,
-                          no_keep_consumer: bool, grad: bool) -> dict:
+                          no_keep_consumer: bool, grad: bool) -> EdgeAlternativeTable:
         cost = self.step_cost
         layouts = [d for d, _ in dsts]
-        forward = conversion_time_matrix(srcs, layouts, shape, itemsize, cost).tolist()
-        if grad:
-            backward = conversion_time_matrix([d.grad() for d in layouts], [s.grad() for s in srcs],
-                                              shape, itemsize, cost).tolist()
-        if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
-            reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost,
-                                             unreachable=math.nan).tolist()
-        src_bytes = [s.local_bytes(shape, itemsize) for s in srcs]      # once per layout
-        dst_bytes = [d.local_bytes(shape, itemsize) for d in layouts]
-        table = {}
-        for u, src in enumerate(srcs):
-            for v, (dst, rerun) in enumerate(dsts):
-                fwd = forward[u][v]
-                time = fwd + backward[v][u] if grad else fwd
-                if not both_keep:
-                    table[(u, v)] = [EdgeAlternative(0.0, time, "none", src, dst, grad)]
-                elif src == dst:
-                    table[(u, v)] = [EdgeAlternative(-float(src_bytes[u]), time,
-                                                     "shared", src, dst, grad)]
-                else:
-                    # keep_producer re-runs the forward conversion and the consumer's forward
-                    alts = [EdgeAlternative(0.0, time, "keep_both", src, dst, grad),
-                            EdgeAlternative(float(-dst_bytes[v]),
-                                            time + fwd + sum(rerun), "keep_producer", src, dst, grad,
-                                            float(rerun[0]))]
-                    rev = reverse[v][u]
-                    if not (no_keep_consumer or math.isnan(rev)):
-                        alts.append(EdgeAlternative(float(-src_bytes[u]),
-                                                    time + rev, "keep_consumer", src, dst, grad))
-                    table[(u, v)] = alts
-        return table
+        forward = conversion_time_matrix(srcs, layouts, shape, itemsize, cost)
+        backward = conversion_time_matrix([d.grad() for d in layouts], [s.grad() for s in srcs],
+                                          shape, itemsize, cost) if grad else None
+        # reverse conversions rebuild the producer's copy (nan: none can)
+        reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost, unreachable=math.nan) \
+            if both_keep else None
+        return price_edge_table(srcs, layouts, forward, backward, reverse,
+                                [s.local_bytes(shape, itemsize) for s in srcs],
+                                [d.local_bytes(shape, itemsize) for d in layouts],
+                                [tuple(rerun) for _, rerun in dsts], grad=grad,
+                                keep_consumer=not no_keep_consumer)
 
     def conversions(self, tensor, alternative: EdgeAlternative) -> dict:
         """The conversions an alternative runs: forward, backward (or None), and the one

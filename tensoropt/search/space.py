@@ -23,7 +23,7 @@ import numpy as np
 from frontier import CostGraph
 from tensoropt.configs import (Config, enumerate_configs, gradient_inputs, input_layout, op_config,
                                output_layout, partial_out_ok)
-from tensoropt.costs.model import CostModel
+from tensoropt.costs.model import CostModel, EdgeAlternativeTable
 from tensoropt.plan import EdgePlan, OpConfig
 
 __all__ = ["SearchSpace", "EdgeTable", "build_space"]
@@ -41,7 +41,7 @@ class EdgeTable:
     dst_ids: np.ndarray              # consumer config -> unique dst layout id
     src_layouts: list
     dst_layouts: list                # per dst id: (layout, the consumer's re-run cost)
-    alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
+    alternatives: EdgeAlternativeTable  # (src id, dst id) -> list[EdgeAlternative]
 
 
 def _keeps(op, index: int, output: bool) -> bool:
@@ -183,25 +183,13 @@ class SearchSpace:
         """Per (src id, dst id, alternative): the compute seconds in the alternative's
         time (``EdgeAlternative.compute_s``, padded as ``edge_costs`` pads), or None when
         every one is 0."""
-        if not any(a.compute_s for alts in table.alternatives.values() for a in alts):
-            return None
-        width = max(len(a) for a in table.alternatives.values())
-        grid = np.zeros((len(table.src_layouts), len(table.dst_layouts), width))
-        for (u, v), alts in table.alternatives.items():
-            padded = alts + [alts[0]] * (width - len(alts))
-            grid[u, v] = [a.compute_s for a in padded]
-        return grid
+        compute = table.alternatives.compute
+        return compute if compute.any() else None
 
     def _edge_grid(self, table: EdgeTable) -> np.ndarray:
-        alternatives = table.alternatives
-        width = max(len(a) for a in alternatives.values())
-        grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
-        # one array from every pair's alternatives, padded (duplicates are harmless)
-        values = np.array([(a.memory_bytes, a.time_s) for alts in alternatives.values()
-                           for a in alts + [alts[0]] * (width - len(alts))], dtype=np.float64)
-        uv = np.array(list(alternatives), dtype=np.int64).reshape(-1, 2)
-        grid[uv[:, 0], uv[:, 1]] = values.reshape(len(uv), width, 2)
-        return grid[table.src_ids[:, None], table.dst_ids[None, :]]
+        # per pair of layouts its alternatives' (memory, time), padded with its first
+        # (duplicates are harmless), then per pair of configurations
+        return table.alternatives.grid[table.src_ids[:, None], table.dst_ids[None, :]]
 
 
 def _unique(layouts):
