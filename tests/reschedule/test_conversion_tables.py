@@ -1,0 +1,95 @@
+"""The tables behind ``conversion_time_matrix`` (``reschedule._tables``): every entry is
+what ``conversion_time`` (Dijkstra, one pair alone) gives, while the tables grow as
+sources with more pending axes arrive, across shapes that share step lists, and with the
+alltoallv boxes built in numpy."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from reschedule import (Layout, NoConversionError, alpha_beta_cost, conversion_time, conversion_time_matrix,
+                        enumerate_layouts)
+from reschedule import _planner, _steps, _tables
+
+
+def _meshes(n: int) -> list[tuple[int, ...]]:
+    return [(n,), (2, n // 2), (n // 2, 2), (2, 2, n // 4)]
+
+
+def _want(srcs, dsts, shape, cost):
+    out = np.empty((len(srcs), len(dsts)))
+    for r, s in enumerate(srcs):
+        for c, d in enumerate(dsts):
+            try:
+                out[r, c] = conversion_time(s, d, shape, 2, cost)
+            except NoConversionError:
+                out[r, c] = -1.0
+    return out
+
+
+def _partials(mesh, shape):
+    return [lay for k in range(1, len(mesh) + 1) for p in itertools.combinations(range(len(mesh)), k)
+            for lay in enumerate_layouts(mesh, shape, frozenset(p))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tables_that_grow_with_pending_axes_keep_every_entry_exact(seed):
+    """Sources with one pending axis first, then with two and three (their layouts join
+    the mesh's table later): each call's matrix, and the first one asked again, equal
+    the pairs priced alone; partial destinations on the source's mesh included."""
+    _tables.TABLES.clear()
+    rng = random.Random(300 + seed)
+    n = rng.choice([8, 16])
+    shape = tuple(rng.choice([2, 4, 8, 12]) for _ in range(rng.randint(1, 3)))
+    cost = alpha_beta_cost(*((10e-6, 12.5e9) if seed % 2 else (1e-3, 1e12)))
+    meshes = _meshes(n)
+    plain = [lay for m in meshes for lay in enumerate_layouts(m, shape)]
+    partial = [lay for m in meshes for lay in _partials(m, shape)]
+    by_axes = lambda k: [lay for lay in partial if len(lay.partial) == k]   # noqa: E731
+    first = rng.sample(by_axes(1), min(5, len(by_axes(1)))) + rng.sample(plain, min(4, len(plain)))
+    dsts = rng.sample(plain, min(12, len(plain))) + rng.sample(partial, min(10, len(partial)))
+    got_first = conversion_time_matrix(first, dsts, shape, 2, cost, unreachable=-1.0)
+    assert got_first.tolist() == _want(first, dsts, shape, cost).tolist()
+    later = rng.sample(by_axes(2), min(5, len(by_axes(2)))) + by_axes(3)[:2]
+    got = conversion_time_matrix(later, dsts, shape, 2, cost, unreachable=-1.0)
+    assert got.tolist() == _want(later, dsts, shape, cost).tolist()
+    assert (got >= 0).any() and (got == -1.0).any()
+    again = conversion_time_matrix(first, dsts, shape, 2, cost, unreachable=-1.0)
+    assert again.tolist() == got_first.tolist()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_steps_shared_across_shapes_are_each_shapes_own(seed):
+    """The step list of a layout is kept per which dims each mesh axis divides; for every
+    shape it is the one ``_neighbors`` yields for that shape."""
+    rng = random.Random(400 + seed)
+    mesh = rng.choice([(4,), (2, 2), (2, 4), (4, 2), (2, 2, 2)])
+    ndim = rng.randint(1, 3)
+    for _ in range(6):
+        shape = tuple(rng.choice([1, 2, 3, 4, 6, 8, 12]) for _ in range(ndim))
+        for lay in enumerate_layouts(mesh, shape) + tuple(_partials(mesh, shape)):
+            want = tuple(_planner._neighbors(lay, shape, mesh, False, ()))
+            assert _planner._neighbors_cached(lay, shape, mesh, None) == want, (lay, shape)
+
+
+@pytest.mark.parametrize("n,shape", [(4, (8,)), (8, (4, 8, 16)), (16, (16, 8, 4)), (4, ()), (8, (2, 12))])
+def test_box_arrays_are_the_rank_boxes(n, shape):
+    layouts = [lay for m in _meshes(n) if all(x >= 1 for x in m)
+               for lay in tuple(enumerate_layouts(m, shape)) + tuple(_partials(m, shape))]
+    got = _steps.box_arrays(layouts, shape)
+    want = np.stack([np.array(_steps.rank_boxes(lay, shape), dtype=np.int64).reshape(n, len(shape), 2)
+                     for lay in layouts])
+    assert got.dtype == np.int64 and got.shape == want.shape
+    assert np.array_equal(got, want)
+
+
+def test_a_rejected_step_cost_names_the_step():
+    def bad(step, shape, itemsize):
+        return -1.0 if step.kind == "allgather" else 1e-3
+    _tables.TABLES.clear()
+    with pytest.raises(ValueError, match="allgather.*seconds >= 0"):
+        conversion_time_matrix([Layout((4,), (0,))], [Layout((4,), (-1,))], (8,), 4, bad)
