@@ -73,6 +73,9 @@ class SearchSpace:
         self._op_costs: dict = {}
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
+        self._src_lists: dict = {}
+        self._dst_lists: dict = {}
+        self._reruns: dict = {}
         self._edge_grids: dict = {}
         self.consumers: dict = {}
         for op in self.ops:
@@ -134,6 +137,14 @@ class SearchSpace:
             cost = self._op_costs[key] = self.model.op_cost(op, config)
         return cost
 
+    def rerun_cost(self, op, config: Config) -> tuple[float, float]:
+        """``model.rerun_cost``, once per (signature, configuration)."""
+        key = (self.signatures[op], config)
+        cost = self._reruns.get(key)
+        if cost is None:
+            cost = self._reruns[key] = self.model.rerun_cost(op, config)
+        return cost
+
     def node_costs(self, op) -> np.ndarray:
         key = self.signatures[op]
         if key not in self._node_costs:
@@ -156,12 +167,19 @@ class SearchSpace:
 
     def _edge_parts_of(self, producer, out_index, consumer, in_index, sole_keeper: bool):
         tensor = producer.outputs[out_index]
-        src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
         consumer_keeps = _keeps(consumer, in_index, False)
+        # per signature and index: edges of other consumers (producers) share them
+        key = (self.signatures[producer], out_index)
+        if key not in self._src_lists:
+            self._src_lists[key] = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
+        src_list, src_ids = self._src_lists[key]
         # a consumer config's dst is its input layout and what it re-runs under keep_producer
-        dst_list, dst_ids = _unique([(input_layout(consumer, c, in_index),
-                                      self.model.rerun_cost(consumer, c) if consumer_keeps else (0.0, 0.0))
-                                     for c in self.configs[consumer]])
+        key = (self.signatures[consumer], in_index, consumer_keeps)
+        if key not in self._dst_lists:
+            self._dst_lists[key] = _unique([(input_layout(consumer, c, in_index),
+                                             self.rerun_cost(consumer, c) if consumer_keeps else (0.0, 0.0))
+                                            for c in self.configs[consumer]])
+        dst_list, dst_ids = self._dst_lists[key]
         producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
         grad = gradient_inputs(consumer, self.model.grad)[in_index]
         alternatives = self.model.edge_alternative_table(
