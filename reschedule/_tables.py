@@ -36,6 +36,7 @@ import numpy as np
 from ._cost import CostFn
 from ._layout import Layout
 from ._planner import _neighbors_cached, enumerate_layouts
+from ._recv import max_recv_by_units
 from ._steps import BROADCAST_ELEMENTS, Step, box_arrays, max_recv_matrix
 
 __all__ = ["MeshTable", "CrossTable", "mesh_table", "cross_table", "step_seconds", "TABLES", "TABLES_MAX"]
@@ -244,7 +245,10 @@ def _alltoallv_seconds(table_a: MeshTable, table_b: MeshTable, volumes: dict) ->
     by_volume = getattr(cost, "alltoallv_seconds", None)
     if by_volume is not None and layouts_a and layouts_b:
         # The seconds depend only on the largest receive: price each distinct volume once.
-        recv = max_recv_matrix(table_a.boxes, table_b.boxes) * itemsize
+        recv = max_recv_by_units(layouts_a, layouts_b, shape)
+        if recv is None:                       # too many elements for the unit tables' int64
+            recv = max_recv_matrix(table_a.boxes, table_b.boxes)
+        recv = recv * itemsize
         found, where = np.unique(recv, return_inverse=True)
         g = math.prod(table_a.mesh)
         seconds = np.empty(len(found))

@@ -6,6 +6,7 @@ alltoallv boxes built in numpy."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import numpy as np
@@ -93,3 +94,28 @@ def test_a_rejected_step_cost_names_the_step():
     _tables.TABLES.clear()
     with pytest.raises(ValueError, match="allgather.*seconds >= 0"):
         conversion_time_matrix([Layout((4,), (0,))], [Layout((4,), (-1,))], (8,), 4, bad)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_max_receives_from_unit_tables_are_the_rank_boxes(seed):
+    """``_recv.max_recv_by_units`` (one table per pair of meshes and tensor rank, scaled by
+    the shape's elements) gives the integers the shape's own rank boxes give."""
+    from reschedule import _recv
+    rng = random.Random(500 + seed)
+    n = rng.choice([4, 6, 8, 12, 16])
+    meshes = [m for m in [(n,), (2, n // 2), (n // 2, 2), (2, 2, n // 4), (3, n // 3)] if math.prod(m) == n]
+    ndim = rng.randint(0, 4)
+    shape = tuple(rng.choice([1, 2, 3, 4, 6, 8, 12, 24, 36, 48, 96]) for _ in range(ndim))
+    for a in meshes:
+        for b in meshes:
+            la, lb = list(enumerate_layouts(a, shape)), list(enumerate_layouts(b, shape))
+            got = _recv.max_recv_by_units(la, lb, shape)
+            assert got is not None and got.dtype == np.int64
+            assert np.array_equal(got, _steps.alltoallv_max_recv_matrix(la, lb, shape)), (a, b, shape)
+
+
+def test_max_receives_too_large_for_unit_tables_fall_back():
+    from reschedule import _recv
+    shape = (1 << 20, 1 << 20, 1 << 10)
+    la = list(enumerate_layouts((2, 32), shape))
+    assert _recv.max_recv_by_units(la, la, shape) is None    # the caller takes the rank boxes
