@@ -19,54 +19,64 @@ with the per-pair boxes is ``tests/reschedule/test_conversion_tables.py``.
 
 Usage::
 
-    recv = max_recv_by_units(layouts_a, layouts_b, shape)   # int64 [a, b] elements, or None
+    recv = max_recv_by_units(mesh_a, map_positions(layouts_a), mesh_b, map_positions(layouts_b),
+                             block_elements_b, shape)        # int64 [a, b] elements, or None
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
 
 from ._layout import Layout
-from ._planner import enumerate_layouts
 from ._steps import box_arrays, max_recv_matrix
 
-__all__ = ["max_recv_by_units"]
+__all__ = ["max_recv_by_units", "map_positions"]
 
 _INT64_LIMIT = 1 << 62
 
 
-def max_recv_by_units(layouts_a: list[Layout], layouts_b: list[Layout], shape: tuple[int, ...]) -> np.ndarray | None:
+def max_recv_by_units(mesh_a: tuple[int, ...], maps_a: np.ndarray, mesh_b: tuple[int, ...], maps_b: np.ndarray,
+                      blocks_b: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
     """``_steps.alltoallv_max_recv_matrix(layouts_a, layouts_b, shape)`` for non-partial
-    layouts of one mesh each, from the unit table of the two meshes; None when the int64
-    products could overflow (``U * N >= 2**62``)."""
-    if not layouts_a or not layouts_b:
-        return np.zeros((len(layouts_a), len(layouts_b)), dtype=np.int64)
-    mesh_a, mesh_b = layouts_a[0].mesh, layouts_b[0].mesh
-    unit = math.lcm(*mesh_a, *mesh_b)
-    units = unit ** len(shape)
+    layouts of ``mesh_a`` and ``mesh_b``, given as their ``map_positions`` and the
+    destinations' block elements (``math.prod(local_shape)``), from the unit table of the
+    two meshes; None when the int64 products could overflow (``U * N >= 2**62``)."""
+    units = math.lcm(*mesh_a, *mesh_b) ** len(shape)
     elements = math.prod(shape)
     if units * elements >= _INT64_LIMIT:
         return None
-    index_a, index_b, held = _unit_held(mesh_a, mesh_b, len(shape))
-    rows = np.array([index_a[lay.tensor_map] for lay in layouts_a], dtype=np.int64)
-    cols = np.array([index_b[lay.tensor_map] for lay in layouts_b], dtype=np.int64)
-    wanted = np.array([math.prod(lay.local_shape(shape)) for lay in layouts_b], dtype=np.int64)
-    return wanted[None, :] - held[rows[:, None], cols] * elements // units
+    held = _unit_held(mesh_a, mesh_b, len(shape))
+    return blocks_b[None, :] - held[maps_a[:, None], maps_b] * elements // units
+
+
+def map_positions(layouts: list[Layout]) -> np.ndarray:
+    """Each layout's position among every tensor map of its mesh and rank (``_all_maps``)."""
+    return np.array([_all_maps(len(lay.mesh), len(lay.tensor_map))[lay.tensor_map] for lay in layouts],
+                    dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=64)
+def _all_maps(num_axes: int, ndim: int) -> dict[tuple[int, ...], int]:
+    """Every tensor map of ``ndim`` dims onto ``num_axes`` mesh axes (each axis splits one
+    dim at most) -> its position, in ``enumerate_layouts`` order."""
+    maps = [m for m in itertools.product(range(-1, num_axes), repeat=ndim)
+            if len([a for a in m if a >= 0]) == len({a for a in m if a >= 0})]
+    return {m: i for i, m in enumerate(maps)}
 
 
 @functools.lru_cache(maxsize=4096)
-def _unit_held(mesh_a: tuple[int, ...], mesh_b: tuple[int, ...],
-               ndim: int) -> tuple[dict, dict, np.ndarray]:
-    """For the unit shape of the two meshes: tensor map -> position on each mesh, and per
-    pair the fewest elements of its destination block a rank already holds."""
+def _unit_held(mesh_a: tuple[int, ...], mesh_b: tuple[int, ...], ndim: int) -> np.ndarray:
+    """For the unit shape of the two meshes, per pair of tensor maps (``_all_maps``
+    positions) the fewest elements of its destination block a rank already holds."""
     shape = (math.lcm(*mesh_a, *mesh_b),) * ndim
-    layouts_a, layouts_b = enumerate_layouts(mesh_a, shape), enumerate_layouts(mesh_b, shape)
+    layouts_a = [Layout(mesh_a, m) for m in _all_maps(len(mesh_a), ndim)]
+    layouts_b = [Layout(mesh_b, m) for m in _all_maps(len(mesh_b), ndim)]
     boxes_b = box_arrays(layouts_b, shape)
     wanted = np.prod(boxes_b[:, 0, :, 1] - boxes_b[:, 0, :, 0], axis=1)   # every rank: one block size
     held = wanted[None, :] - max_recv_matrix(box_arrays(layouts_a, shape), boxes_b)
     held.flags.writeable = False
-    return ({lay.tensor_map: i for i, lay in enumerate(layouts_a)},
-            {lay.tensor_map: i for i, lay in enumerate(layouts_b)}, held)
+    return held

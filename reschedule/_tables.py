@@ -36,7 +36,7 @@ import numpy as np
 from ._cost import CostFn
 from ._layout import Layout
 from ._planner import _neighbors_cached, enumerate_layouts
-from ._recv import max_recv_by_units
+from ._recv import map_positions, max_recv_by_units
 from ._steps import BROADCAST_ELEMENTS, Step, box_arrays, max_recv_matrix
 
 __all__ = ["MeshTable", "CrossTable", "mesh_table", "cross_table", "step_seconds", "TABLES", "TABLES_MAX"]
@@ -101,6 +101,17 @@ class MeshTable:
         self._edges: _Edges | None = self.plain_edges
         self._rows: dict = {}
         self._boxes: np.ndarray | None = None
+
+    @functools.cached_property
+    def map_positions(self) -> np.ndarray:
+        """``_recv.map_positions`` of the non-partial layouts."""
+        return map_positions(self.nodes[:self.num_plain])
+
+    @functools.cached_property
+    def block_elements(self) -> np.ndarray:
+        """Elements of each non-partial layout's block (one per rank)."""
+        return np.array([math.prod(lay.local_shape(self.shape)) for lay in self.nodes[:self.num_plain]],
+                        dtype=np.int64)
 
     @property
     def boxes(self) -> np.ndarray:
@@ -245,7 +256,8 @@ def _alltoallv_seconds(table_a: MeshTable, table_b: MeshTable, volumes: dict) ->
     by_volume = getattr(cost, "alltoallv_seconds", None)
     if by_volume is not None and layouts_a and layouts_b:
         # The seconds depend only on the largest receive: price each distinct volume once.
-        recv = max_recv_by_units(layouts_a, layouts_b, shape)
+        recv = max_recv_by_units(table_a.mesh, table_a.map_positions, table_b.mesh, table_b.map_positions,
+                                 table_b.block_elements, shape)
         if recv is None:                       # too many elements for the unit tables' int64
             recv = max_recv_matrix(table_a.boxes, table_b.boxes)
         recv = recv * itemsize

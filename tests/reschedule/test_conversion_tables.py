@@ -109,7 +109,8 @@ def test_max_receives_from_unit_tables_are_the_rank_boxes(seed):
     for a in meshes:
         for b in meshes:
             la, lb = list(enumerate_layouts(a, shape)), list(enumerate_layouts(b, shape))
-            got = _recv.max_recv_by_units(la, lb, shape)
+            blocks = np.array([math.prod(lay.local_shape(shape)) for lay in lb], dtype=np.int64)
+            got = _recv.max_recv_by_units(a, _recv.map_positions(la), b, _recv.map_positions(lb), blocks, shape)
             assert got is not None and got.dtype == np.int64
             assert np.array_equal(got, _steps.alltoallv_max_recv_matrix(la, lb, shape)), (a, b, shape)
 
@@ -118,4 +119,16 @@ def test_max_receives_too_large_for_unit_tables_fall_back():
     from reschedule import _recv
     shape = (1 << 20, 1 << 20, 1 << 10)
     la = list(enumerate_layouts((2, 32), shape))
-    assert _recv.max_recv_by_units(la, la, shape) is None    # the caller takes the rank boxes
+    pos = _recv.map_positions(la)
+    blocks = np.array([math.prod(lay.local_shape(shape)) for lay in la], dtype=np.int64)
+    assert _recv.max_recv_by_units((2, 32), pos, (2, 32), pos, blocks, shape) is None  # boxes, then
+
+
+def test_a_tensor_too_large_for_unit_tables_is_priced_from_its_boxes():
+    _tables.TABLES.clear()
+    shape = (1 << 20, 1 << 20, 1 << 14)                      # 2**54 elements: U * N >= 2**62
+    cost = alpha_beta_cost(10e-6, 12.5e9)
+    srcs = list(enumerate_layouts((2, 4), shape))[:6]
+    dsts = list(enumerate_layouts((8,), shape)) + list(enumerate_layouts((4, 2), shape))[:5]
+    got = conversion_time_matrix(srcs, dsts, shape, 2, cost, unreachable=-1.0)
+    assert got.tolist() == _want(srcs, dsts, shape, cost).tolist()
