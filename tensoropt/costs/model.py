@@ -34,7 +34,7 @@ Usage::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reschedule import Layout, Step, conversion_time_matrix, plan_conversion
@@ -46,7 +46,7 @@ from tensoropt.costs._edge_tables import EdgeAlternative, EdgeAlternativeTable, 
 from tensoropt.costs.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "EdgeAlternativeTable", "CostModel", "StepCostFn", "WithCycle",
-           "requires_grad", "reruns_forward", "FORWARD_SHARE"]
+           "Remembered", "requires_grad", "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -106,11 +106,44 @@ class WithCycle:
         return self.cycle_s + max(0.0, base - tiny)
 
 
+class Remembered:
+    """A ``Collectives`` provider whose times are asked once per (collective, nbytes and its
+    type, group_size, stride) and then remembered (providers are pure: the same arguments
+    give the same seconds); other attributes are the provider's."""
+
+    def __init__(self, collectives: Collectives):
+        self.collectives = collectives
+        self._seconds: dict = {}
+
+    def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
+        try:
+            key = (collective, nbytes, type(nbytes), group_size, stride)
+            seconds = self._seconds.get(key)
+        except TypeError:                       # an unhashable argument: ask every time
+            return self.collectives.time_s(collective, nbytes, group_size, stride)
+        if seconds is None:
+            seconds = self._seconds[key] = self.collectives.time_s(collective, nbytes, group_size, stride)
+        return seconds
+
+    def __getattr__(self, name: str):
+        if name == "collectives":                # not set yet (e.g. while unpickling)
+            raise AttributeError(name)
+        return getattr(self.collectives, name)
+
+    def __repr__(self) -> str:
+        return f"Remembered({self.collectives!r})"
+
+
 @dataclass(frozen=True)
 class StepCostFn:
-    """Adapts a ``Collectives`` provider to ``reschedule``'s ``cost_fn(step, shape, itemsize)``."""
+    """Adapts a ``Collectives`` provider to ``reschedule``'s ``cost_fn(step, shape, itemsize)``
+    (the provider's times remembered, ``Remembered``; equal and hashed by the provider)."""
 
     collectives: Collectives
+    remembered: Remembered = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "remembered", Remembered(self.collectives))
 
     def __call__(self, step: Step, shape, itemsize: int) -> float:
         kind, g = step.kind, step.group_size
@@ -120,7 +153,7 @@ class StepCostFn:
             recv = max(alltoallv_recv_elements(step.src, step.dst, tuple(shape))) * itemsize
             return self.alltoallv_seconds(recv, g)
         nbytes = (step.dst if kind == "allgather" else step.src).local_bytes(shape, itemsize)
-        return self.collectives.time_s(kind, nbytes, g, step.group_stride)
+        return self.remembered.time_s(kind, nbytes, g, step.group_stride)
 
     def alltoallv_seconds(self, max_recv_bytes: int, num_ranks: int) -> float:
         """An alltoallv over ``num_ranks`` ranks whose busiest rank receives
@@ -129,7 +162,7 @@ class StepCostFn:
         if max_recv_bytes == 0:
             return 0.0
         g = num_ranks
-        return self.collectives.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
+        return self.remembered.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
 
     def __hash__(self) -> int:
         return id(self.collectives)
@@ -172,8 +205,8 @@ class CostModel:
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
-        self.collectives = WithCycle(collectives, self.collective_overhead_s) if collective_overhead_s \
-            else collectives
+        self.collectives = Remembered(WithCycle(collectives, self.collective_overhead_s)
+                                      if collective_overhead_s else collectives)
         self.peak_flops = float(peak_flops)
         self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
         self.step_cost = StepCostFn(collectives)
