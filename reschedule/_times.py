@@ -29,7 +29,7 @@ import numpy as np
 
 from ._cost import CostFn
 from ._layout import Layout
-from ._planner import NoConversionError, _checked, _reachable
+from ._planner import NoConversionError, _checked, _checked_shape, _reachable
 from ._tables import TABLES, cross_table, mesh_table
 
 __all__ = ["conversion_times", "conversion_time_matrix"]
@@ -70,26 +70,30 @@ def conversion_time_matrix(srcs: Sequence[Layout], dsts: Sequence[Layout], shape
     if not srcs or not dsts:
         return out
     shape_t, cost = _checked(srcs[0], dsts[0], shape, itemsize, cost_fn, "conversion_times")
-    for s in srcs[1:]:
-        _checked(s, dsts[0], shape_t, itemsize, cost_fn, "conversion_times")
-    for d in dsts[1:]:
-        _checked(srcs[0], d, shape_t, itemsize, cost_fn, "conversion_times")
+    if not _all_fit(srcs[1:] + dsts[1:], shape_t, srcs[0].num_ranks):
+        for s in srcs[1:]:                    # raise as the pairs (s, dsts[0]), (srcs[0], d) do
+            _checked(s, dsts[0], shape_t, itemsize, cost_fn, "conversion_times")
+        for d in dsts[1:]:
+            _checked(srcs[0], d, shape_t, itemsize, cost_fn, "conversion_times")
     itemsize = int(itemsize)
     try:
         hash(cost)
         cache = TABLES
     except TypeError:                        # an unhashable cost function: nothing is kept
         cache = {}
-    cols_by_mesh = [(mesh, *_split(dsts, cols)) for mesh, cols in _by_mesh(dsts).items()]
+    cols_by_mesh = []
+    for mesh_b, cols in _by_mesh(dsts).items():
+        table_b = mesh_table(cache, mesh_b, shape_t, itemsize, cost)
+        plain_c, partial_c = _split(dsts, cols)
+        pos_c = np.array([table_b.index[dsts[c]] for c in plain_c.tolist()], dtype=np.int64)
+        cols_by_mesh.append((mesh_b, plain_c, partial_c, pos_c))
     for mesh_a, rows in _by_mesh(srcs).items():
         table_a = mesh_table(cache, mesh_a, shape_t, itemsize, cost)
         plain_r, partial_r = _split(srcs, rows)
-        pos_r = np.array([table_a.index[srcs[r]] for r in plain_r], dtype=np.int64)[:, None]
+        pos_r = np.array([table_a.index[srcs[r]] for r in plain_r.tolist()], dtype=np.int64)[:, None]
         plain_r = plain_r[:, None]
-        for mesh_b, plain_c, partial_c in cols_by_mesh:
+        for mesh_b, plain_c, partial_c, pos_c in cols_by_mesh:
             same = mesh_b == mesh_a
-            table_b = table_a if same else mesh_table(cache, mesh_b, shape_t, itemsize, cost)
-            pos_c = np.array([table_b.index[dsts[c]] for c in plain_c], dtype=np.int64)
             block = table_a if same else cross_table(cache, mesh_a, mesh_b, shape_t, itemsize, cost)
             out[plain_r, plain_c] = block.plain[pos_r, pos_c]
             # no step creates a pending sum, and a mesh change cannot carry one
@@ -117,6 +121,19 @@ def conversion_time_matrix(srcs: Sequence[Layout], dsts: Sequence[Layout], shape
 
 
 _FAR = 1 << 62                                # a position past every row
+
+
+def _all_fit(layouts: list[Layout], shape: tuple[int, ...], num_ranks: int) -> bool:
+    """Whether every one is a Layout over ``num_ranks`` ranks that fits ``shape`` (what
+    ``_checked`` asks of each, without naming the first that does not)."""
+    try:
+        for lay in layouts:
+            if not isinstance(lay, Layout) or lay.num_ranks != num_ranks:
+                return False
+            _checked_shape(lay, shape)
+    except ValueError:
+        return False
+    return True
 
 
 def _split(layouts: list[Layout], where: list[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -132,3 +132,14 @@ def test_a_tensor_too_large_for_unit_tables_is_priced_from_its_boxes():
     dsts = list(enumerate_layouts((8,), shape)) + list(enumerate_layouts((4, 2), shape))[:5]
     got = conversion_time_matrix(srcs, dsts, shape, 2, cost, unreachable=-1.0)
     assert got.tolist() == _want(srcs, dsts, shape, cost).tolist()
+
+
+def test_a_bad_layout_past_the_first_is_named():
+    shape = (8, 8)
+    good = [Layout((4,), (0, -1)), Layout((2, 2), (0, 1))]
+    with pytest.raises(ValueError, match="ranks don't match"):
+        conversion_time_matrix(good + [Layout((2,), (0, -1))], good, shape)
+    with pytest.raises(ValueError, match="indivisible"):
+        conversion_time_matrix(good, good + [Layout((4,), (-1, 0))], (8, 6))
+    with pytest.raises(ValueError, match="needs two Layout values"):
+        conversion_time_matrix(good, good + ["[4] S0,R"], shape)
