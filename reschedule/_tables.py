@@ -231,7 +231,10 @@ def _store(cache: dict, key, table):
 
 def step_seconds(cost: CostFn, step: Step, shape: tuple[int, ...], itemsize: int) -> float:
     """``cost(step, shape, itemsize)`` as a float, checked to be seconds >= 0 (inf forbids)."""
-    return _checked_seconds(cost(step, shape, itemsize), f"step {step} ({step.src} -> {step.dst})")
+    w = cost(step, shape, itemsize)
+    if not (w >= 0):                          # the message only when it is needed
+        _checked_seconds(w, f"step {step} ({step.src} -> {step.dst})")
+    return float(w)
 
 
 @functools.lru_cache(maxsize=8192)
