@@ -14,7 +14,9 @@ Numpy only; knows nothing of TensorFlow. Usage::
 Modules: ``_layout`` (Layout), ``_steps`` (Step, transition table, alltoallv exchange),
 ``_step_data`` (steps as JSON data), ``_cost`` (alpha-beta cost), ``_planner`` (Dijkstra, Conversion, backward),
 ``_numpy_exec`` (run_numpy), ``_reuse`` (reuse_options), ``_times`` (conversion_times,
-conversion_time_matrix: one or many sources to many destinations, for cost tables).
+conversion_time_matrix: one or many sources to many destinations, for cost tables), ``_tables``
+(the all-pairs conversion seconds per mesh and pair of meshes those read, in numpy), ``_recv``
+(an alltoallv's largest receive between two meshes, from one table per tensor rank).
 """
 
 from ._cost import DEFAULT_COST, AlphaBetaCost, CostFn, alpha_beta_cost

@@ -311,19 +311,44 @@ _tree_cached = functools.lru_cache(maxsize=16384)(_tree_uncached)
 _weights_cache: dict = {}
 
 
-@functools.lru_cache(maxsize=65536)
 def _neighbors_cached(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...],
                       dst_mesh: tuple[int, ...] | None) -> tuple[Step, ...]:
-    targets = enumerate_layouts(dst_mesh, shape, frozenset()) if dst_mesh is not None else ()
-    return tuple(_neighbors(lay, shape, src_mesh, dst_mesh is not None, targets))
+    """``_neighbors`` as a tuple, cached. Steps on one mesh depend on the shape only through
+    which dims each mesh axis divides, so they are kept per (layout, that pattern) and
+    shared by every shape with it."""
+    if dst_mesh is None:
+        return _in_mesh_neighbors(lay, tuple(n % m == 0 for m in lay.mesh for n in shape))
+    return _cross_neighbors(lay, shape, src_mesh, dst_mesh)
+
+
+@functools.lru_cache(maxsize=65536)
+def _in_mesh_neighbors(lay: Layout, divides: tuple[bool, ...]) -> tuple[Step, ...]:
+    # divides[a * ndim + d]: whether mesh axis a divides tensor dim d
+    ndim = len(lay.tensor_map)
+    return tuple(_in_mesh_steps(lay, lambda d, axis: divides[axis * ndim + d]))
+
+
+@functools.lru_cache(maxsize=65536)
+def _cross_neighbors(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...],
+                     dst_mesh: tuple[int, ...]) -> tuple[Step, ...]:
+    return tuple(_neighbors(lay, shape, src_mesh, True, enumerate_layouts(dst_mesh, shape, frozenset())))
 
 
 def _neighbors(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...], cross: bool,
                targets: Sequence[Layout]) -> Iterator[Step]:
     """Every single step out of ``lay`` (transition table in ``_steps.py``)."""
+    yield from _in_mesh_steps(lay, lambda d, axis: shape[d] % lay.mesh[axis] == 0)
+    if cross and lay.mesh == src_mesh and not lay.partial:
+        for t in targets:
+            yield Step.make_alltoallv(lay, t)
+
+
+def _in_mesh_steps(lay: Layout, divides) -> Iterator[Step]:
+    """Every step out of ``lay`` on its own mesh; ``divides(d, axis)``: whether mesh axis
+    ``axis`` divides tensor dim ``d``."""
     free = [d for d, a in enumerate(lay.tensor_map) if a == -1]
     for axis, size in enumerate(lay.mesh):
-        fits = [d for d in free if shape[d] % size == 0]
+        fits = [d for d in free if divides(d, axis)]
         if axis in lay.partial:
             yield Step.make_allreduce(lay, axis)
             for d in fits:
@@ -335,12 +360,9 @@ def _neighbors(lay: Layout, shape: tuple[int, ...], src_mesh: tuple[int, ...], c
         else:
             for d in fits:
                 yield Step.make_slice(lay, axis, d)
-    if cross and lay.mesh == src_mesh and not lay.partial:
-        for t in targets:
-            yield Step.make_alltoallv(lay, t)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=8192)
 def enumerate_layouts(mesh: tuple[int, ...], shape: tuple[int, ...],
                       partial: frozenset[int] = frozenset()) -> tuple[Layout, ...]:
     """Every layout on ``mesh`` with the given partial axes whose splits fit ``shape``."""

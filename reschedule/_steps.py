@@ -403,15 +403,47 @@ def alltoallv_max_recv_matrix(srcs, dsts, shape: tuple[int, ...]) -> np.ndarray:
     so that the broadcast [rows, dsts, ranks, dims] stays near ``BROADCAST_ELEMENTS``."""
     if not srcs or not dsts:
         return np.zeros((len(srcs), len(dsts)), dtype=np.int64)
-    sb = np.stack([_box_array(s, shape) for s in srcs])          # [A, rank, dim, (lo, hi)]
-    db = np.stack([_box_array(d, shape) for d in dsts])          # [B, rank, dim, (lo, hi)]
+    return max_recv_matrix(box_arrays(srcs, shape), box_arrays(dsts, shape))
+
+
+def box_arrays(layouts, shape: tuple[int, ...]) -> np.ndarray:
+    """``rank_boxes`` of every layout (all on one number of ranks), as one int64 array
+    [layout, rank, dim, (lo, hi)], in numpy: rank r holds ``[c*n, c*n + n)`` of a dim split
+    over mesh axis a (c: r's coordinate on a, n: the local size) and all of an unsplit one."""
+    layouts = list(layouts)
+    shape = tuple(shape)
+    out = np.empty((len(layouts), layouts[0].num_ranks if layouts else 0, len(shape), 2), dtype=np.int64)
+    for mesh, where in _group(layouts).items():
+        coords = np.array([mesh_coords(mesh, r) for r in range(math.prod(mesh))], dtype=np.int64)
+        coords = np.concatenate([coords, np.zeros((len(coords), 1), dtype=np.int64)], axis=1)
+        tmap = np.array([layouts[i].tensor_map for i in where], dtype=np.int64).reshape(len(where), len(shape))
+        local = np.array([layouts[i].local_shape(shape) for i in where], dtype=np.int64).reshape(tmap.shape)
+        # an unsplit dim reads the appended 0 coordinate: [0, n) with n the full size
+        lo = coords[:, tmap].transpose(1, 0, 2) * local[:, None, :]   # [layout, rank, dim]
+        out[where, :, :, 0] = lo
+        out[where, :, :, 1] = lo + local[:, None, :]
+    return out
+
+
+def _group(layouts) -> dict:
+    out: dict = {}
+    for i, lay in enumerate(layouts):
+        out.setdefault(lay.mesh, []).append(i)
+    return out
+
+
+def max_recv_matrix(sb: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """``alltoallv_max_recv_matrix`` from the box arrays (``box_arrays``) of the sources
+    [A, rank, dim, (lo, hi)] and of the destinations [B, rank, dim, (lo, hi)]."""
     if sb.shape[1] != db.shape[1]:
         raise ValueError(f"alltoallv: the source layouts have {sb.shape[1]} ranks and the "
                          f"destinations {db.shape[1]}; an alltoallv needs as many on both.")
+    out = np.empty((len(sb), len(db)), dtype=np.int64)
+    if not len(sb) or not len(db):
+        return out
     wanted = np.prod(db[:, :, :, 1] - db[:, :, :, 0], axis=2)     # [B, rank]
     per_row = max(1, BROADCAST_ELEMENTS // max(1, db.shape[0] * db.shape[1] * max(1, db.shape[2])))
-    out = np.empty((len(srcs), len(dsts)), dtype=np.int64)
-    for r0 in range(0, len(srcs), per_row):
+    for r0 in range(0, len(sb), per_row):
         s = sb[r0:r0 + per_row, None]
         extent = (np.minimum(s[..., 1], db[None, ..., 1])
                   - np.maximum(s[..., 0], db[None, ..., 0]))     # [rows, B, rank, dim]

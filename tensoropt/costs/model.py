@@ -34,7 +34,7 @@ Usage::
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reschedule import Layout, Step, conversion_time_matrix, plan_conversion
@@ -42,10 +42,11 @@ from reschedule._steps import alltoallv_recv_elements
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, op_collectives, output_layout,
                                reruns_forward, saved_bytes)
+from tensoropt.costs._edge_tables import EdgeAlternative, EdgeAlternativeTable, price_edge_table
 from tensoropt.costs.profiler import AnalyticalCompute
 
-__all__ = ["Collectives", "OpCost", "EdgeAlternative", "CostModel", "StepCostFn", "WithCycle", "requires_grad",
-           "reruns_forward", "FORWARD_SHARE"]
+__all__ = ["Collectives", "OpCost", "EdgeAlternative", "EdgeAlternativeTable", "CostModel", "StepCostFn", "WithCycle",
+           "Remembered", "requires_grad", "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -87,35 +88,6 @@ class OpCost:
 
 
 @dataclass(frozen=True)
-class EdgeAlternative:
-    """One way to carry a tensor over an edge.
-
-    Attributes:
-        memory_bytes: memory change relative to both ends keeping their saved copies.
-        time_s: re-scheduling forward + backward, plus any re-run for reuse.
-        reuse: "none" (no copy kept by both ends), "keep_both", "keep_producer",
-            "keep_consumer", or "shared" (same layout: one physical copy).
-        src, dst: the producer's and the consumer's layouts.
-        grad: whether a gradient flows back over the edge.
-        compute_s: the part of ``time_s`` that is compute: a keep_producer consumer's
-            forward re-run in backward (``CostModel.rerun_cost``).
-    """
-
-    memory_bytes: float
-    time_s: float
-    reuse: str
-    src: Layout
-    dst: Layout
-    grad: bool
-    compute_s: float = 0.0
-
-    @property
-    def network_s(self) -> float:
-        """The collectives' part of ``time_s`` (the rest, ``compute_s``, is a re-run)."""
-        return self.time_s - self.compute_s
-
-
-@dataclass(frozen=True)
 class WithCycle:
     """A ``Collectives`` provider whose collectives cost what one costs in a chain inside a
     step: ``cycle_s`` (horovod's cycle, negotiation and latency, as ``tensoropt calibrate``
@@ -134,11 +106,44 @@ class WithCycle:
         return self.cycle_s + max(0.0, base - tiny)
 
 
+class Remembered:
+    """A ``Collectives`` provider whose times are asked once per (collective, nbytes and its
+    type, group_size, stride) and then remembered (providers are pure: the same arguments
+    give the same seconds); other attributes are the provider's."""
+
+    def __init__(self, collectives: Collectives):
+        self.collectives = collectives
+        self._seconds: dict = {}
+
+    def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
+        try:
+            key = (collective, nbytes, type(nbytes), group_size, stride)
+            seconds = self._seconds.get(key)
+        except TypeError:                       # an unhashable argument: ask every time
+            return self.collectives.time_s(collective, nbytes, group_size, stride)
+        if seconds is None:
+            seconds = self._seconds[key] = self.collectives.time_s(collective, nbytes, group_size, stride)
+        return seconds
+
+    def __getattr__(self, name: str):
+        if name == "collectives":                # not set yet (e.g. while unpickling)
+            raise AttributeError(name)
+        return getattr(self.collectives, name)
+
+    def __repr__(self) -> str:
+        return f"Remembered({self.collectives!r})"
+
+
 @dataclass(frozen=True)
 class StepCostFn:
-    """Adapts a ``Collectives`` provider to ``reschedule``'s ``cost_fn(step, shape, itemsize)``."""
+    """Adapts a ``Collectives`` provider to ``reschedule``'s ``cost_fn(step, shape, itemsize)``
+    (the provider's times remembered, ``Remembered``; equal and hashed by the provider)."""
 
     collectives: Collectives
+    remembered: Remembered = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "remembered", Remembered(self.collectives))
 
     def __call__(self, step: Step, shape, itemsize: int) -> float:
         kind, g = step.kind, step.group_size
@@ -148,7 +153,7 @@ class StepCostFn:
             recv = max(alltoallv_recv_elements(step.src, step.dst, tuple(shape))) * itemsize
             return self.alltoallv_seconds(recv, g)
         nbytes = (step.dst if kind == "allgather" else step.src).local_bytes(shape, itemsize)
-        return self.collectives.time_s(kind, nbytes, g, step.group_stride)
+        return self.remembered.time_s(kind, nbytes, g, step.group_stride)
 
     def alltoallv_seconds(self, max_recv_bytes: int, num_ranks: int) -> float:
         """An alltoallv over ``num_ranks`` ranks whose busiest rank receives
@@ -157,7 +162,7 @@ class StepCostFn:
         if max_recv_bytes == 0:
             return 0.0
         g = num_ranks
-        return self.collectives.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
+        return self.remembered.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
 
     def __hash__(self) -> int:
         return id(self.collectives)
@@ -200,8 +205,8 @@ class CostModel:
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
-        self.collectives = WithCycle(collectives, self.collective_overhead_s) if collective_overhead_s \
-            else collectives
+        self.collectives = Remembered(WithCycle(collectives, self.collective_overhead_s)
+                                      if collective_overhead_s else collectives)
         self.peak_flops = float(peak_flops)
         self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
         self.step_cost = StepCostFn(collectives)
@@ -325,10 +330,11 @@ class CostModel:
 
     def edge_alternative_table(self, tensor, srcs, dsts, producer_keeps: bool,
                                consumer_keeps: bool, *, producer_pinned: bool = False,
-                               grad: bool | None = None, sole_keeper: bool = True) -> dict:
+                               grad: bool | None = None, sole_keeper: bool = True) -> EdgeAlternativeTable:
         """``{(u, v): edge_alternatives(tensor, srcs[u], dst, ..., rerun=rerun)}`` with
-        ``(dst, rerun) = dsts[v]``, for every pair, priced together: one shortest-path tree
-        per source layout (and per destination for the gradient), and kept per distinct
+        ``(dst, rerun) = dsts[v]``, for every pair (an ``EdgeAlternativeTable``: arrays, and
+        each pair's list built on first access), priced together: one conversion matrix
+        each way, and kept per distinct
         (layouts, re-runs, shape, itemsize, keeps, gradient) so that edges of repeated
         layers, and edges of other op kinds carrying a tensor of the same shape, share one
         table."""
@@ -345,40 +351,20 @@ class CostModel:
         return table
 
     def _price_edge_table(self, shape, itemsize, srcs, dsts, both_keep: bool,
-                          no_keep_consumer: bool, grad: bool) -> dict:
+                          no_keep_consumer: bool, grad: bool) -> EdgeAlternativeTable:
         cost = self.step_cost
         layouts = [d for d, _ in dsts]
-        forward = conversion_time_matrix(srcs, layouts, shape, itemsize, cost).tolist()
-        if grad:
-            backward = conversion_time_matrix([d.grad() for d in layouts], [s.grad() for s in srcs],
-                                              shape, itemsize, cost).tolist()
-        if both_keep:  # reverse conversions rebuild the producer's copy (nan: none can)
-            reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost,
-                                             unreachable=math.nan).tolist()
-        src_bytes = [s.local_bytes(shape, itemsize) for s in srcs]      # once per layout
-        dst_bytes = [d.local_bytes(shape, itemsize) for d in layouts]
-        table = {}
-        for u, src in enumerate(srcs):
-            for v, (dst, rerun) in enumerate(dsts):
-                fwd = forward[u][v]
-                time = fwd + backward[v][u] if grad else fwd
-                if not both_keep:
-                    table[(u, v)] = [EdgeAlternative(0.0, time, "none", src, dst, grad)]
-                elif src == dst:
-                    table[(u, v)] = [EdgeAlternative(-float(src_bytes[u]), time,
-                                                     "shared", src, dst, grad)]
-                else:
-                    # keep_producer re-runs the forward conversion and the consumer's forward
-                    alts = [EdgeAlternative(0.0, time, "keep_both", src, dst, grad),
-                            EdgeAlternative(float(-dst_bytes[v]),
-                                            time + fwd + sum(rerun), "keep_producer", src, dst, grad,
-                                            float(rerun[0]))]
-                    rev = reverse[v][u]
-                    if not (no_keep_consumer or math.isnan(rev)):
-                        alts.append(EdgeAlternative(float(-src_bytes[u]),
-                                                    time + rev, "keep_consumer", src, dst, grad))
-                    table[(u, v)] = alts
-        return table
+        forward = conversion_time_matrix(srcs, layouts, shape, itemsize, cost)
+        backward = conversion_time_matrix([d.grad() for d in layouts], [s.grad() for s in srcs],
+                                          shape, itemsize, cost) if grad else None
+        # reverse conversions rebuild the producer's copy (nan: none can)
+        reverse = conversion_time_matrix(layouts, srcs, shape, itemsize, cost, unreachable=math.nan) \
+            if both_keep else None
+        return price_edge_table(srcs, layouts, forward, backward, reverse,
+                                [s.local_bytes(shape, itemsize) for s in srcs],
+                                [d.local_bytes(shape, itemsize) for d in layouts],
+                                [tuple(rerun) for _, rerun in dsts], grad=grad,
+                                keep_consumer=not no_keep_consumer)
 
     def conversions(self, tensor, alternative: EdgeAlternative) -> dict:
         """The conversions an alternative runs: forward, backward (or None), and the one

@@ -23,7 +23,7 @@ import numpy as np
 from frontier import CostGraph
 from tensoropt.configs import (Config, enumerate_configs, gradient_inputs, input_layout, op_config,
                                output_layout, partial_out_ok)
-from tensoropt.costs.model import CostModel
+from tensoropt.costs.model import CostModel, EdgeAlternativeTable
 from tensoropt.plan import EdgePlan, OpConfig
 
 __all__ = ["SearchSpace", "EdgeTable", "build_space"]
@@ -41,7 +41,7 @@ class EdgeTable:
     dst_ids: np.ndarray              # consumer config -> unique dst layout id
     src_layouts: list
     dst_layouts: list                # per dst id: (layout, the consumer's re-run cost)
-    alternatives: dict               # (src id, dst id) -> list[EdgeAlternative]
+    alternatives: EdgeAlternativeTable  # (src id, dst id) -> list[EdgeAlternative]
 
 
 def _keeps(op, index: int, output: bool) -> bool:
@@ -73,6 +73,9 @@ class SearchSpace:
         self._op_costs: dict = {}
         self._node_costs: dict = {}
         self._edge_parts: dict = {}
+        self._src_lists: dict = {}
+        self._dst_lists: dict = {}
+        self._reruns: dict = {}
         self._edge_grids: dict = {}
         self.consumers: dict = {}
         for op in self.ops:
@@ -134,6 +137,14 @@ class SearchSpace:
             cost = self._op_costs[key] = self.model.op_cost(op, config)
         return cost
 
+    def rerun_cost(self, op, config: Config) -> tuple[float, float]:
+        """``model.rerun_cost``, once per (signature, configuration)."""
+        key = (self.signatures[op], config)
+        cost = self._reruns.get(key)
+        if cost is None:
+            cost = self._reruns[key] = self.model.rerun_cost(op, config)
+        return cost
+
     def node_costs(self, op) -> np.ndarray:
         key = self.signatures[op]
         if key not in self._node_costs:
@@ -156,12 +167,19 @@ class SearchSpace:
 
     def _edge_parts_of(self, producer, out_index, consumer, in_index, sole_keeper: bool):
         tensor = producer.outputs[out_index]
-        src_list, src_ids = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
         consumer_keeps = _keeps(consumer, in_index, False)
+        # per signature and index: edges of other consumers (producers) share them
+        key = (self.signatures[producer], out_index)
+        if key not in self._src_lists:
+            self._src_lists[key] = _unique([output_layout(producer, c, out_index) for c in self.configs[producer]])
+        src_list, src_ids = self._src_lists[key]
         # a consumer config's dst is its input layout and what it re-runs under keep_producer
-        dst_list, dst_ids = _unique([(input_layout(consumer, c, in_index),
-                                      self.model.rerun_cost(consumer, c) if consumer_keeps else (0.0, 0.0))
-                                     for c in self.configs[consumer]])
+        key = (self.signatures[consumer], in_index, consumer_keeps)
+        if key not in self._dst_lists:
+            self._dst_lists[key] = _unique([(input_layout(consumer, c, in_index),
+                                             self.rerun_cost(consumer, c) if consumer_keeps else (0.0, 0.0))
+                                            for c in self.configs[consumer]])
+        dst_list, dst_ids = self._dst_lists[key]
         producer_keeps = _keeps(producer, out_index, True) or producer.kind == "variable"
         grad = gradient_inputs(consumer, self.model.grad)[in_index]
         alternatives = self.model.edge_alternative_table(
@@ -183,25 +201,13 @@ class SearchSpace:
         """Per (src id, dst id, alternative): the compute seconds in the alternative's
         time (``EdgeAlternative.compute_s``, padded as ``edge_costs`` pads), or None when
         every one is 0."""
-        if not any(a.compute_s for alts in table.alternatives.values() for a in alts):
-            return None
-        width = max(len(a) for a in table.alternatives.values())
-        grid = np.zeros((len(table.src_layouts), len(table.dst_layouts), width))
-        for (u, v), alts in table.alternatives.items():
-            padded = alts + [alts[0]] * (width - len(alts))
-            grid[u, v] = [a.compute_s for a in padded]
-        return grid
+        compute = table.alternatives.compute
+        return compute if compute.any() else None
 
     def _edge_grid(self, table: EdgeTable) -> np.ndarray:
-        alternatives = table.alternatives
-        width = max(len(a) for a in alternatives.values())
-        grid = np.empty((len(table.src_layouts), len(table.dst_layouts), width, 2))
-        # one array from every pair's alternatives, padded (duplicates are harmless)
-        values = np.array([(a.memory_bytes, a.time_s) for alts in alternatives.values()
-                           for a in alts + [alts[0]] * (width - len(alts))], dtype=np.float64)
-        uv = np.array(list(alternatives), dtype=np.int64).reshape(-1, 2)
-        grid[uv[:, 0], uv[:, 1]] = values.reshape(len(uv), width, 2)
-        return grid[table.src_ids[:, None], table.dst_ids[None, :]]
+        # per pair of layouts its alternatives' (memory, time), padded with its first
+        # (duplicates are harmless), then per pair of configurations
+        return table.alternatives.grid[table.src_ids[:, None], table.dst_ids[None, :]]
 
 
 def _unique(layouts):

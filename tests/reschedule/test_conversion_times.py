@@ -85,8 +85,8 @@ def test_a_matrix_of_sources_priced_together_is_each_pair_alone(seed):
     """Sources on one mesh share the broadcast and the Bellman-Ford rounds toward each
     other mesh; every entry is still what conversion_time gives that pair alone, and an
     unreachable pair takes the given value."""
-    from reschedule import _times
-    _times._ROWS.clear()                     # price the rows together, not from the cache
+    from reschedule import _tables
+    _tables.TABLES.clear()                   # price the tables afresh, not from the cache
     rng = random.Random(200 + seed)
     n = rng.choice([4, 8, 16])
     shape = tuple(rng.choice([4, 8, 16]) for _ in range(rng.randint(1, 3)))
