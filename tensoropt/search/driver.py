@@ -172,10 +172,7 @@ def plan_table(result: SearchResult) -> PlanTable:
     for e, table in enumerate(space.edges):
         src = table.src_ids[local[:, column[table.producer]]]
         dst = table.dst_ids[local[:, column[table.consumer]]]
-        width = max(len(a) for a in table.alternatives.values())
-        counts = np.zeros((len(table.src_layouts), len(table.dst_layouts)), dtype=np.int64)
-        for (u, v), a in table.alternatives.items():
-            counts[u, v] = len(a)
+        width, counts = table.alternatives.width, table.alternatives.counts
         j = np.where(alts[:, e] < counts[src, dst], alts[:, e], 0)
         key = (src * len(table.dst_layouts) + dst) * width + j
         used, inverse = np.unique(key, return_inverse=True)
