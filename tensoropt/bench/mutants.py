@@ -59,8 +59,9 @@ _DROPOUT = ("tests/api/test_dropout.py",)
 
 MUTATIONS: tuple[Mutation, ...] = (
     # the five of issue 19
-    Mutation("edge cost drops backward", "tensoropt/costs/model.py",
-             "time += conversion_time(dst.grad(), src.grad(), shape, itemsize, self.step_cost)", "time += 0.0", _EDGES),
+    Mutation("edge cost drops backward", "tensoropt/costs/_edge_tables.py",
+             "time = forward + np.asarray(backward, dtype=np.float64).reshape(nv, nu).T if grad else forward",
+             "time = forward", _EDGES),
     Mutation("plan JSON loses its edges", "tensoropt/plan.py",
              "edges=tuple(edges), notes=d.get", "edges=(), notes=d.get", ("tests/api/test_plan_and_runtime.py",)),
     Mutation("LSTM forget_bias 0 by default", "tensoropt/ops/rnn_ops.py",
@@ -70,12 +71,12 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("Momentum is Nesterov by default", "tensoropt/train.py",
              "use_nesterov: bool = False", "use_nesterov: bool = True", _OPT),
     # costs
-    Mutation("shared copy saves no memory", "tensoropt/costs/model.py",
-             "EdgeAlternative(-float(src.local_bytes(shape, itemsize)), time,", "EdgeAlternative(0.0, time,", _EDGES),
-    Mutation("reuse re-run costs nothing", "tensoropt/costs/model.py",
-             "time + o.extra_time_s, o.name", "time, o.name", _EDGES),
+    Mutation("shared copy saves no memory", "tensoropt/costs/_edge_tables.py",
+             "memory[:, :, 0] = np.where(shared, src_free, 0.0)", "memory[:, :, 0] = 0.0", _EDGES),
+    Mutation("reuse re-run costs nothing", "tensoropt/costs/_edge_tables.py",
+             "times[:, :, 1] = (time + forward) + rerun_s[None, :]", "times[:, :, 1] = time", _EDGES),
     Mutation("pinned producer may drop its copy", "tensoropt/costs/model.py",
-             'if not (producer_pinned and o.name == "keep_consumer")]', "if True]", _EDGES),
+             "keep_consumer=not no_keep_consumer)", "keep_consumer=True)", _EDGES),
     Mutation("no optimizer slots", "tensoropt/costs/model.py",
              "self.slots = max((s.optimizer.slots_per_variable", "self.slots = 0 * max((s.optimizer.slots_per_variable",
              _COSTS),
@@ -99,7 +100,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "fits = sum(1 for m, _ in plans.points if m <= limit)", "fits = sum(1 for m, _ in plans.points if m < limit)",
              _LIMIT),
     Mutation("profiling rows ignore the limit", "tensoropt/search/strategy.py",
-             "fastest_fitting(frontier, limit), frontier", 'fastest_fitting(frontier, float("inf")), frontier', _LIMIT),
+             "fastest_fitting(frontier, limit, checked), frontier",
+             'fastest_fitting(frontier, float("inf"), checked), frontier', _LIMIT),
     # execution
     Mutation("fused LSTM: sigmoid for tanh(j)", "tensoropt/ops/rnn_ops.py",
              "tf.sigmoid(i) * tf.tanh(j)", "tf.sigmoid(i) * tf.sigmoid(j)", _LSTM),
