@@ -29,9 +29,13 @@ a path LDP can use, and eliminating it (exact) can be far cheaper than eliminati
 free node beside it: in InceptionV3 the conv node that starts the last batch norm's
 backbone has 95 configurations, the free node carrying the network's tail 9 but with
 ~140 points each, and eliminating the latter spreads them over 225 x 117 cells. Such a
-backbone node goes instead of the free series node that would go next when its product
-is estimated smaller and the rest of its component is reduced by exact eliminations
-alone, so that no heuristic choice can depend on it (``BACKBONE_TRIANGLES``).
+backbone node goes instead of the free series node that would go next when the edge it
+leaves has fewer cells (K_h * K_j), or as many and its product is estimated smaller, and
+the rest of its component is reduced by exact eliminations alone, so that no heuristic
+choice can depend on it (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the
+candidates from above and can be far off (ResNet101's last batch norm: the mean, 2G
+estimated, made 5.5M candidates; the conv, 15.6M estimated and made, left a 541 x 279
+edge whose merge with a 9M-point one made 27.6M points).
 
 Usage::
 
@@ -232,27 +236,29 @@ class _Waits:
         return self.verdict[v]
 
     def next_series(self, two: list[int], series: set[int]) -> Optional[int]:
-        """The series node to eliminate now: the cheapest (``_node_cost``) that does not
-        wait; None when all wait."""
+        """The series node to eliminate now, of those that do not wait: the smallest
+        estimated product, then the fewest cells left (``SERIES_BY_ESTIMATE``; else the
+        fewest blocks, ``_node_cost``); None when all wait."""
         ready = [v for v in two if not self.waits(v, series)]
         if not ready:
             return None
         if SERIES_BY_ESTIMATE:
-            return min(ready, key=lambda x: (self.estimate(x), self.work.topo[x]))
+            return min(ready, key=lambda x: (self.estimate(x), _out_cells(self.work, x),
+                                             self.work.topo[x]))
         return min(ready, key=lambda x: _node_cost(self.work, x))
 
     def backbone_triangle(self, v: int, marked_two: Iterable[int]) -> int:
-        """v, or a backbone node in a triangle whose product is estimated smaller (see
-        ``BACKBONE_TRIANGLES``)."""
+        """v, or a backbone node in a triangle that leaves fewer cells, or as many and
+        whose product is estimated smaller (see ``BACKBONE_TRIANGLES``)."""
         if not BACKBONE_TRIANGLES:
             return v
         adj = self.work.adj
-        best, least = v, self.estimate(v)
+        best, least = v, (_out_cells(self.work, v), self.estimate(v))
         for m in marked_two:
             h, j = adj[m]
-            if (j in adj[h] and self.estimate(m) < least
-                    and _reducible_without(self.work, m)):
-                best, least = m, self.estimate(m)
+            cost = (_out_cells(self.work, m), self.estimate(m))
+            if j in adj[h] and cost < least and _reducible_without(self.work, m):
+                best, least = m, cost
         if best != v:
             self.work.tally.backbone_triangles += 1
         return best
@@ -375,6 +381,12 @@ def _virtual_chains(work: Work, v: int, series: set[int]) -> Optional[dict[int, 
             chains[y] = (x, mem, time)
     work.tally.scored_chains += len(chains)
     return chains
+
+
+def _out_cells(work: Work, v: int) -> int:
+    """The cells of the edge ``node_elim(v)`` makes: K_h * K_j."""
+    h, j = work.adj[v]
+    return work.K[h] * work.K[j]
 
 
 def _node_cost(work: Work, v: int) -> tuple:

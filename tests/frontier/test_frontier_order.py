@@ -296,3 +296,27 @@ def test_backbone_triangles_alone_keep_choices_and_frontier(monkeypatch):
         plain = track(g)
         monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
         _same(plain, track(g))
+
+
+def test_a_backbone_triangle_node_does_not_go_when_it_leaves_more_cells(monkeypatch):
+    """ResNet101's last batch norm: the conv (the backbone's first node, few
+    configurations) and mean and subtract (many) form a triangle. Eliminating the conv
+    would leave a mean x subtract table, the mean a conv x subtract one: the node that
+    leaves fewer cells goes, whatever the estimates say (they bound the candidates from
+    above, and on ResNet101 the mean made 5.5M where 2G were estimated, while the conv's
+    15.6M-candidate product then had to be merged with a 9M-point edge). Exact either
+    way: brute force's frontier."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        g = CostGraph()
+        conv = g.add_node("conv", rng.random((3, 2)))
+        mean = g.add_node("mean", rng.random((9, 2)))
+        sub = g.add_node("sub", rng.random((6, 2)))
+        for u, v, alts in ((conv, mean, 1), (conv, sub, 1), (mean, sub, 4)):
+            g.add_edge(u, v, rng.random((g.num_configs(u), g.num_configs(v), alts, 2)))
+        ref = brute_force(g)
+        res = track(g, method="ldp")
+        assert res.stats.heuristic_eliminations == 0 and res.stats.backbone_triangles == 0
+        first = next(s for s in res.stats.slowest_steps if s[1] == "node")
+        assert res.stats.node_eliminations == 1 and first[2][0] == mean
+        np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
