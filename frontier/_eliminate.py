@@ -40,9 +40,11 @@ from frontier._values import Shape, cell_product, reduce_cells, thin
 from frontier.graph import CostGraph
 from frontier.stats import Tally
 
-__all__ = ["Work", "Options", "Heuristic"]
+__all__ = ["Work", "Options", "Heuristic", "Chain"]
 
 Heuristic = Union[str, tuple]
+#: A contracted chain as ``choose_config`` scores it: (end node, least memory, least time).
+Chain = tuple[int, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -297,7 +299,8 @@ class Work:
         self._set_node(u, new)
         self._step("fold", (v, u), start, self.st.table(new).npoints)
 
-    def choose_config(self, v: int, heuristic: Heuristic) -> int:
+    def choose_config(self, v: int, heuristic: Heuristic,
+                      chains: Optional[dict[int, Chain]] = None) -> int:
         """The configuration heuristic elimination fixes for v.
 
         Each configuration k is scored by the minimum memory (and the minimum time) of
@@ -306,15 +309,22 @@ class Work:
         ranks by memory then time, ``"min_time"`` by time then memory, and
         ``("weighted", w)`` by ``w * M + (1 - w) * T`` with M and T each rescaled to
         [0, 1] over v's configurations.
+
+        ``chains`` scores v as if chains of series nodes at it were contracted: for the
+        neighbour y that starts one, ``(x, mem, time)``: the node x at its other end and
+        the least memory and least time of every cell (k, p) of the edge v-x that
+        contracting it would make (``_structure.chain_minima``). Such edges are scored
+        after v's other edges, in the order of their y, as after the contraction.
         """
         nt = self.st.table(self.ntab[v])
         first, last = nt.off[:-1], nt.off[1:] - 1
         M = nt.mem[first].copy()          # minimum memory per configuration
         T = nt.time[last].copy()          # minimum time per configuration
+        chains = chains or {}
+        scored: list[tuple[int, np.ndarray, np.ndarray]] = []
         for j, wids in self.adj[v].items():
-            ntj = self.st.table(self.ntab[j])
-            jm = ntj.mem[ntj.off[:-1]]
-            jt = ntj.time[ntj.off[1:] - 1]
+            if j in chains:
+                continue
             for wid in wids:
                 u, w, tid = self.edges[wid]
                 et = self.st.table(tid)
@@ -322,8 +332,14 @@ class Work:
                 etm = et.time[et.off[1:] - 1].reshape(self.K[u], self.K[w])
                 if u != v:
                     em, etm = em.T, etm.T
-                M += (em + jm[None, :]).min(axis=1)
-                T += (etm + jt[None, :]).min(axis=1)
+                scored.append((j, em, etm))
+        scored += [chains[j] for j in self.adj[v] if j in chains]
+        for j, em, etm in scored:
+            ntj = self.st.table(self.ntab[j])
+            jm = ntj.mem[ntj.off[:-1]]
+            jt = ntj.time[ntj.off[1:] - 1]
+            M += (em + jm[None, :]).min(axis=1)
+            T += (etm + jt[None, :]).min(axis=1)
         if heuristic == "min_memory":
             return int(np.lexsort((T, M))[0])
         if heuristic == "min_time":
@@ -333,11 +349,13 @@ class Work:
         ts = (T - T.min()) / ((T.max() - T.min()) or 1.0)
         return int(np.lexsort((M, T, w * ms + (1 - w) * ts))[0])
 
-    def heuristic_elim(self, v: int, heuristic: Heuristic) -> None:
-        """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours."""
+    def heuristic_elim(self, v: int, heuristic: Heuristic,
+                       chains: Optional[dict[int, Chain]] = None) -> None:
+        """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours.
+        ``chains``: see ``choose_config``."""
         start = self._start()
         nbrs = tuple(self.adj[v])
-        k = self.choose_config(v, heuristic)
+        k = self.choose_config(v, heuristic, chains)
         self.tally.heuristic_choices.append((v, k))
         nv = self.ntab[v]
         t, idx = gather(self.st.table(nv), np.array([k]))

@@ -4,7 +4,8 @@ Repeated layers make many configurations' frontiers identical: rows of an edge t
 that are equal in every column, or columns equal in every row. These wrappers find the
 groups (``row_groups``), run the kernels of ``_values`` on one representative each,
 and map the results and back pointers to every member. The results are the same as
-without grouping.
+without grouping. The points per cell bound the groups from below (``count_groups``):
+when even they leave too few configurations equal, the rows are not compared at all.
 
 Usage::
 
@@ -18,8 +19,8 @@ from typing import Optional
 
 import numpy as np
 
-from frontier._table import (IDX, Table, cell_ids, gather, radius_max, row_groups,
-                             single_point_cells, transpose)
+from frontier._table import (IDX, Table, cell_ids, count_groups, gather, radius_max,
+                             row_groups, single_point_cells, transpose)
 from frontier._values import MergeCounts, Shape, cell_product, combine, union_groups
 
 __all__ = ["combine_grouped", "combine_shared", "cell_product_shared"]
@@ -44,6 +45,10 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
     ``combine``; falls back to it when few configurations are equal.
     """
     W, K, P = shape.W, shape.K, shape.P
+    cb = b.counts().reshape(K, P)
+    if count_groups(cb) * count_groups(cb.T) * 4 > K * P * 3:    # too few equal, surely
+        return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
+                       counts=counts)
     rg, rrep = row_groups(b, K, P)
     bt, _ = transpose(b, K, P)
     cg, crep = row_groups(bt, P, K)
@@ -84,6 +89,9 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     to each row's own cells (same position within an identical frontier).
     """
     W, K, P = shape.W, shape.K, shape.P
+    if W > 1 and count_groups(a.counts().reshape(W, K)) == W:     # all rows differ
+        return combine_grouped(a, b, shape, mid=mid, post=post, threads=threads,
+                               budget=budget, counts=counts)
     wg, wrep = row_groups(a, W, K) if W > 1 else (np.zeros(1, IDX), np.zeros(1, IDX))
     if len(wrep) == W:
         return combine_grouped(a, b, shape, mid=mid, post=post, threads=threads,
@@ -111,6 +119,10 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
                         threads: int = 1, counts: Optional[MergeCounts] = None):
     """``cell_product(a, b, identity)`` for two R x C tables, computed once per group of
     rows identical in both and columns identical in both, then copied (Eq. 5)."""
+    ca, cb = a.counts().reshape(R, C), b.counts().reshape(R, C)
+    if count_groups(ca, cb) * count_groups(ca.T, cb.T) * 4 > R * C * 3:
+        return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
+                            counts=counts)
     rg, rrep = _joint_groups(a, b, R, C)
     at, _ = transpose(a, R, C)
     bt, _ = transpose(b, R, C)

@@ -14,19 +14,28 @@ therefore never what makes a heuristic elimination unnecessary, and when its pro
 is large (``DEFER_CANDIDATES``, estimated from the points per cell of its tables) it
 waits: a heuristic elimination that is due anyway often turns it into a cheap leaf
 fold, or cuts the tables it would multiply. Heuristic elimination ranks and scores
-nodes as if the waiting chains were contracted (it contracts those next to the node it
-fixes first), so it fixes the same nodes, and on an exact run (no epsilon) the same
-configurations, as without waiting. A waiting node is eliminated when no heuristic
-elimination is left; LDP folds the ones left on paths.
+nodes as if the waiting chains were contracted, so it fixes the same nodes, and on an
+exact run (no epsilon) the same configurations, as without waiting. It scores the
+chains next to the node it fixes from their cells' least memory and time
+(``chain_minima``, ``VIRTUAL_CHAINS``) without multiplying them, and after it their
+nodes are leaves that fold, which is far cheaper than contracting them first: in
+InceptionV3 a batch norm's add_1 (279 configurations) between its two multiplies made
+23M candidates when contracted. A waiting node is eliminated when no heuristic
+elimination is left; LDP folds the ones left on paths. Ready series nodes go in the
+order of their estimated products (``SERIES_BY_ESTIMATE``).
 
 Backbone triangles: a backbone node whose two neighbours are joined by an edge is not on
 a path LDP can use, and eliminating it (exact) can be far cheaper than eliminating the
 free node beside it: in InceptionV3 the conv node that starts the last batch norm's
 backbone has 95 configurations, the free node carrying the network's tail 9 but with
 ~140 points each, and eliminating the latter spreads them over 225 x 117 cells. Such a
-backbone node goes instead of the free series node that would go next when its product
-is estimated smaller and the rest of its component is reduced by exact eliminations
-alone, so that no heuristic choice can depend on it (``BACKBONE_TRIANGLES``).
+backbone node goes instead of the free series node that would go next when the edge it
+leaves has fewer cells (K_h * K_j), or as many and its product is estimated smaller, and
+the rest of its component is reduced by exact eliminations alone, so that no heuristic
+choice can depend on it (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the
+candidates from above and can be far off (ResNet101's last batch norm: the mean, 2G
+estimated, made 5.5M candidates; the conv, 15.6M estimated and made, left a 541 x 279
+edge whose merge with a 9M-point one made 27.6M points).
 
 Usage::
 
@@ -40,9 +49,10 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from frontier._eliminate import Heuristic, Work
+from frontier._eliminate import Chain, Heuristic, Work
 
-__all__ = ["reduce_graph", "components", "is_path", "DEFER_CANDIDATES", "BACKBONE_TRIANGLES"]
+__all__ = ["reduce_graph", "components", "is_path", "chain_minima", "DEFER_CANDIDATES",
+           "BACKBONE_TRIANGLES", "SERIES_BY_ESTIMATE", "VIRTUAL_CHAINS"]
 
 #: A series elimination whose product is estimated to make more candidate points than
 #: this waits for the heuristic eliminations that are due (see the module doc); tests
@@ -55,6 +65,17 @@ DEFER_CANDIDATES: Optional[float] = 1_000_000.0
 #: estimated smaller and its component needs no heuristic elimination nor backbone
 #: (``_reducible_without``). Tests turn it off to compare.
 BACKBONE_TRIANGLES = True
+
+#: Whether the series node eliminated next is the one whose product is estimated
+#: smallest (``_series_candidates``, from the tables' points per cell) rather than the
+#: one with the fewest blocks (``_node_cost``, K_h * K_v * K_j). Tests turn it off.
+SERIES_BY_ESTIMATE = True
+
+#: Whether a heuristic elimination scores its node as if the waiting chains at it were
+#: contracted (``chain_minima``: least memory and time per cell, no frontier
+#: multiplied) instead of contracting them first; after it, the chains' nodes are
+#: leaves and fold, which multiplies far less. Tests turn it off to compare.
+VIRTUAL_CHAINS = True
 
 
 def components(work: Work) -> list[list[int]]:
@@ -215,23 +236,29 @@ class _Waits:
         return self.verdict[v]
 
     def next_series(self, two: list[int], series: set[int]) -> Optional[int]:
-        """The series node to eliminate now: the cheapest (``_node_cost``) that does not
-        wait; None when all wait."""
+        """The series node to eliminate now, of those that do not wait: the smallest
+        estimated product, then the fewest cells left (``SERIES_BY_ESTIMATE``; else the
+        fewest blocks, ``_node_cost``); None when all wait."""
         ready = [v for v in two if not self.waits(v, series)]
-        return min(ready, key=lambda x: _node_cost(self.work, x)) if ready else None
+        if not ready:
+            return None
+        if SERIES_BY_ESTIMATE:
+            return min(ready, key=lambda x: (self.estimate(x), _out_cells(self.work, x),
+                                             self.work.topo[x]))
+        return min(ready, key=lambda x: _node_cost(self.work, x))
 
     def backbone_triangle(self, v: int, marked_two: Iterable[int]) -> int:
-        """v, or a backbone node in a triangle whose product is estimated smaller (see
-        ``BACKBONE_TRIANGLES``)."""
+        """v, or a backbone node in a triangle that leaves fewer cells, or as many and
+        whose product is estimated smaller (see ``BACKBONE_TRIANGLES``)."""
         if not BACKBONE_TRIANGLES:
             return v
         adj = self.work.adj
-        best, least = v, self.estimate(v)
+        best, least = v, (_out_cells(self.work, v), self.estimate(v))
         for m in marked_two:
             h, j = adj[m]
-            if (j in adj[h] and self.estimate(m) < least
-                    and _reducible_without(self.work, m)):
-                best, least = m, self.estimate(m)
+            cost = (_out_cells(self.work, m), self.estimate(m))
+            if j in adj[h] and cost < least and _reducible_without(self.work, m):
+                best, least = m, cost
         if best != v:
             self.work.tally.backbone_triangles += 1
         return best
@@ -284,6 +311,82 @@ def _contract_next_to(work: Work, x: int, series: set[int]) -> None:
                 chain.remove(v)
                 work.node_elim(v)
                 work.tally.deferred_contractions += 1
+
+
+def chain_minima(work: Work, v: int, y: int, series: set[int]) -> Optional[Chain]:
+    """What ``_contract_next_to`` would make of the chain of series nodes from v
+    through its neighbour y, for ``Work.choose_config``: ``(x, mem, time)``, the node at
+    the chain's other end and the least memory and least time of every cell (k_v, k_x)
+    of the edge v-x, without multiplying any frontier.
+
+    The least memory (time) of a cell of a node elimination's product is the least over
+    the middle configuration of the sum of its parts' least memories (times), since
+    rounding is monotone; the sums are formed as the kernels form the candidates'
+    (the topologically earlier edge, plus the node, plus the other edge) and the chain's
+    nodes go in ``_contract_next_to``'s order, so on an exact run the scores are the
+    same to the bit. (With epsilon a contracted cell's least time may be thinned; the
+    least memory never is.)
+    """
+    x, passed = _walk(work, v, y, series)
+    seq = [v, *passed, x]
+    mats = []
+    for a, b in zip(seq[:-1], seq[1:]):
+        (wid,) = work.adj[a][b]
+        u, _, tid = work.edges[wid]
+        t = work.st.table(tid)
+        if t.ncells and t.counts().min() == 0:
+            return None
+        mem = t.mem[t.off[:-1]].reshape(work.K[u], -1)
+        time = t.time[t.off[1:] - 1].reshape(work.K[u], -1)
+        mats.append((mem, time) if u == a else (mem.T, time.T))
+    K, topo = work.K, work.topo
+    while len(seq) > 2:
+        i = min(range(1, len(seq) - 1),
+                key=lambda i: (K[seq[i - 1]] * K[seq[i]] * K[seq[i + 1]], topo[seq[i]]))
+        s = seq[i]
+        nt = work.st.table(work.ntab[s])
+        node = (nt.mem[nt.off[:-1]], nt.time[nt.off[1:] - 1])
+        left, right = mats[i - 1], mats[i]
+        early_left = topo[seq[i - 1]] < topo[seq[i + 1]]
+        out = []
+        for r in range(2):
+            a, b, n = left[r], right[r], node[r]
+            acc = np.full((a.shape[0], b.shape[1]), np.inf)
+            for k in range(len(n)):
+                if early_left:
+                    cand = (a[:, k, None] + n[k]) + b[None, k, :]
+                else:
+                    cand = (b[None, k, :] + n[k]) + a[:, k, None]
+                np.minimum(acc, cand, out=acc)
+            out.append(acc)
+        seq.pop(i)
+        mats[i - 1:i + 1] = [(out[0], out[1])]
+    return x, mats[0][0], mats[0][1]
+
+
+def _virtual_chains(work: Work, v: int, series: set[int]) -> Optional[dict[int, Chain]]:
+    """``chain_minima`` of every chain of series nodes at v, by its first node; None
+    when two chains (or a chain and an edge) would end at the same node, or a chain has
+    an empty cell (then they are contracted for real, as ``VIRTUAL_CHAINS = False``
+    does)."""
+    chains = {}
+    ends = {y for y in work.adj[v] if y not in series}
+    for y in work.adj[v]:
+        if y in series:
+            chain = chain_minima(work, v, y, series)
+            if chain is None or chain[0] in ends or chain[0] == v:
+                return None
+            x, mem, time = chain
+            ends.add(x)
+            chains[y] = (x, mem, time)
+    work.tally.scored_chains += len(chains)
+    return chains
+
+
+def _out_cells(work: Work, v: int) -> int:
+    """The cells of the edge ``node_elim(v)`` makes: K_h * K_j."""
+    h, j = work.adj[v]
+    return work.K[h] * work.K[j]
 
 
 def _node_cost(work: Work, v: int) -> tuple:
@@ -399,5 +502,7 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
         ends = {x: [_walk(work, x, y, series)[0] for y in work.adj[x]] for x in cand}
         v = max(cand, key=lambda x: (_is_source(work, x, ends[x]), _span(work, x, ends[x]),
                                      work.degree(x), -work.topo[x]))
-        _contract_next_to(work, v, series)
-        work.heuristic_elim(v, heuristic)
+        chains = _virtual_chains(work, v, series) if VIRTUAL_CHAINS else None
+        if chains is None:
+            _contract_next_to(work, v, series)
+        work.heuristic_elim(v, heuristic, chains)

@@ -20,6 +20,7 @@ Usage::
     sub, idx = gather(t, np.array([3, 1]))        # cells 3 and 1 of t, and their points
     tt, idx = transpose(t, R, C)                  # cell c*R + r = cell r*C + c of t
     gid, reps = row_groups(t, R, C)               # rows with identical frontiers
+    count_groups(t.counts().reshape(R, C))        # at most as many: rows of counts
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["Table", "IDX", "offsets", "cell_ids", "gather", "transpose", "row_groups",
-           "single_point_cells", "radius_max"]
+           "count_groups", "single_point_cells", "radius_max"]
 
 IDX = np.int64
 
@@ -130,3 +131,17 @@ def row_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
             reps.append(r)
         gid[r] = g
     return gid, np.asarray(reps, dtype=IDX)
+
+
+def count_groups(*counts: np.ndarray) -> int:
+    """A lower bound on the groups ``row_groups`` finds, without reading a point: how
+    many distinct rows the (R, C_i) matrices of points per cell have side by side, as
+    told apart by one random linear hash per row (rows that collide count once, which
+    keeps it a lower bound)."""
+    both = np.concatenate([np.asarray(c, dtype=np.int64).reshape(len(c), -1)
+                           for c in counts], axis=1)
+    if len(both) <= 1:
+        return len(both)
+    w = np.random.default_rng(len(both[0])).integers(1, 2**62, len(both[0]), dtype=np.int64)
+    with np.errstate(over="ignore"):
+        return len(np.unique(both @ w))

@@ -39,6 +39,7 @@ class Tally(MergeCounts):
     backbone_fallbacks: int = 0
     waited_series: int = 0
     deferred_contractions: int = 0
+    scored_chains: int = 0
     backbone_triangles: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
@@ -64,7 +65,9 @@ class TrackStats:
         waited_series: nodes with two neighbours whose elimination waited at some
             time, its product being large (``_structure.DEFER_CANDIDATES``; the
             module doc gives the rule); deferred_contractions: those eliminated just
-            before a heuristic elimination next to them; backbone_triangles: backbone
+            before a heuristic elimination next to them; scored_chains: chains of them
+            a heuristic elimination scored as if contracted, leaving them to fold
+            after it (``_structure.VIRTUAL_CHAINS``); backbone_triangles: backbone
             nodes with joined neighbours eliminated because that was estimated cheaper
             (``_structure.BACKBONE_TRIANGLES``).
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
@@ -115,6 +118,7 @@ class TrackStats:
     backbone_fallbacks: int
     waited_series: int
     deferred_contractions: int
+    scored_chains: int
     backbone_triangles: int
     heuristic_choices: tuple
     ldp_path_lengths: tuple

@@ -213,3 +213,29 @@ def test_hard_chain_matches_a_direct_pareto_dp(seed):
     for m, t in ref:
         assert any(am <= m and at <= t + r * (1 + 1e-12) + 1e-15
                    for (am, at), r in zip(approx.points, approx.radii))
+
+
+def test_count_groups_bounds_row_groups_from_below():
+    """``count_groups`` (rows of points per cell) never exceeds ``row_groups``'s count,
+    so skipping the grouping when it already leaves too few rows equal skips nothing
+    the grouping would have shared; rows equal in counts but not in points count once,
+    rows that differ in counts twice."""
+    from frontier._table import Table, count_groups, row_groups
+    rng = np.random.default_rng(5)
+    tight = 0
+    for _ in range(200):
+        R, C = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        pool = [rng.integers(0, 3, C) for _ in range(2)]
+        cnt = np.stack([pool[rng.integers(2)] for _ in range(R)]).reshape(-1)
+        off = np.zeros(R * C + 1, dtype=np.int64)
+        np.cumsum(cnt, out=off[1:])
+        n = int(off[-1])
+        t = Table(rng.integers(0, 2, n).astype(float), rng.integers(0, 2, n).astype(float),
+                  off)
+        lower, (gid, reps) = count_groups(cnt.reshape(R, C)), row_groups(t, R, C)
+        assert lower <= len(reps)
+        assert lower <= len(np.unique(cnt.reshape(R, C), axis=0))
+        tight += lower < len(reps)
+    assert tight > 0
+    a = np.array([[1, 2], [1, 2], [2, 1]])
+    assert count_groups(a) == 2 and count_groups(a, np.array([[0], [1], [0]])) == 3

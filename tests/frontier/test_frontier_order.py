@@ -65,23 +65,102 @@ def _same(plain, waiting):
 
 @pytest.mark.parametrize("method", ["ldp", "elimination"])
 def test_waiting_keeps_choices_and_frontier_on_larger_graphs(method, monkeypatch):
-    waited = contracted = heuristic = triangles = 0
-    graphs = [model_graph("transformer", 60, 8, seed=s) for s in range(3)]
-    graphs += [model_graph("transformer", 30, 8, seed=1)]     # a backbone triangle
-    graphs += [model_graph("residual", 60, 8, seed=0), hard_graph("shortcut", 40, 6, seed=1)]
-    graphs += [_tail_graph(s) for s in range(4)]
-    for g in graphs:
+    waited = scored = heuristic = triangles = 0
+    for g in _larger_graphs():
         plain, waiting = _both(g, method, monkeypatch)
         _same(plain, waiting)
         assert plain.stats.waited_series == 0
         waited += waiting.stats.waited_series
-        contracted += waiting.stats.deferred_contractions
+        scored += waiting.stats.scored_chains
         heuristic += waiting.stats.heuristic_eliminations
         triangles += waiting.stats.backbone_triangles
     assert waited > 0 and heuristic > 0, "the graphs should exercise waiting and heuristics"
     if method == "ldp":
         assert triangles > 0, "some backbone triangle should be eliminated"
-    assert contracted > 0, "some waiting chain should be contracted before a heuristic"
+    assert scored > 0, "some waiting chain should be scored before a heuristic"
+
+
+def _larger_graphs() -> list[CostGraph]:
+    graphs = [model_graph("transformer", 60, 8, seed=s) for s in range(3)]
+    graphs += [model_graph("transformer", 30, 8, seed=1)]     # a backbone triangle
+    graphs += [model_graph("residual", 60, 8, seed=0), hard_graph("shortcut", 40, 6, seed=1)]
+    return graphs + [_tail_graph(s) for s in range(4)]
+
+
+@pytest.mark.parametrize("method", ["ldp", "elimination"])
+def test_scored_chains_keep_choices_and_frontier(method, monkeypatch):
+    """A heuristic elimination scores waiting chains as contracted (``chain_minima``)
+    instead of contracting them first: the same configurations are fixed, to the bit,
+    and the frontier is the same; the chains' nodes fold afterwards instead."""
+    monkeypatch.setattr(structure, "DEFER_CANDIDATES", 0.0)
+    contracted = scored = 0
+    for g in _larger_graphs():
+        monkeypatch.setattr(structure, "VIRTUAL_CHAINS", False)
+        real = track(g, method=method)
+        monkeypatch.setattr(structure, "VIRTUAL_CHAINS", True)
+        virtual = track(g, method=method)
+        _same(real, virtual)
+        assert real.stats.scored_chains == 0
+        contracted += real.stats.deferred_contractions
+        scored += virtual.stats.scored_chains
+    assert contracted > 0 and scored > 0
+
+
+def test_chain_minima_are_the_contracted_edges_least_points(monkeypatch):
+    """``chain_minima`` equals, bit for bit, the least memory and least time per cell of
+    the edge that contracting the chain makes (``_contract_next_to``)."""
+    from frontier._eliminate import Options, Work
+    from frontier._store import Store
+    from frontier.stats import Tally
+
+    checked = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        g = CostGraph()
+        ks = [3, 5, 4, 6, 2, 5]            # hub, chain of four, end
+        for i, k in enumerate(ks):
+            g.add_node(f"n{i}", rng.random((k, 2)) * 10)
+        for u, v in ((0, 1), (1, 2), (2, 3), (3, 4), (4, 5)):
+            g.add_edge(u, v, rng.random((ks[u], ks[v], 3, 2)) * 10)
+        order = g.topological_order()
+        work = Work(g, order, Store(g.num_nodes, g.num_edges), Tally(), Options())
+        series = {1, 2, 3, 4}
+        x, mem, time = structure.chain_minima(work, 0, 1, series)
+        structure._contract_next_to(work, 0, series)
+        assert x == 5 and list(work.adj[0]) == [5]
+        (wid,) = work.adj[0][5]
+        t = work.st.table(work.edges[wid][2])
+        assert np.array_equal(mem, t.mem[t.off[:-1]].reshape(3, 5))
+        assert np.array_equal(time, t.time[t.off[1:] - 1].reshape(3, 5))
+        checked += 1
+    assert checked == 6
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+def test_series_order_by_estimate_keeps_exact_frontiers(shape, monkeypatch):
+    """Choosing the next series node by its estimated product (``SERIES_BY_ESTIMATE``)
+    instead of its blocks changes only the cost: brute force's frontier where no
+    heuristic ran, the same choices and frontier otherwise."""
+    for seed in range(12):
+        g = random_graph(np.random.default_rng([seed, SMALL_SHAPES.index(shape), 11]), shape)
+        ref = brute_force(g)
+        for method in ("ldp", "elimination"):
+            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", False)
+            blocks = track(g, method=method)
+            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", True)
+            estimate = track(g, method=method)
+            _same(blocks, estimate)
+            if estimate.stats.heuristic_eliminations == 0:
+                np.testing.assert_allclose(estimate.points, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_series_order_by_estimate_keeps_choices_on_larger_graphs(monkeypatch):
+    for g in _larger_graphs():
+        for method in ("ldp", "elimination"):
+            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", False)
+            blocks = track(g, method=method)
+            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", True)
+            _same(blocks, track(g, method=method))
 
 
 @pytest.mark.parametrize("shape", SMALL_SHAPES)
@@ -217,3 +296,27 @@ def test_backbone_triangles_alone_keep_choices_and_frontier(monkeypatch):
         plain = track(g)
         monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
         _same(plain, track(g))
+
+
+def test_a_backbone_triangle_node_does_not_go_when_it_leaves_more_cells(monkeypatch):
+    """ResNet101's last batch norm: the conv (the backbone's first node, few
+    configurations) and mean and subtract (many) form a triangle. Eliminating the conv
+    would leave a mean x subtract table, the mean a conv x subtract one: the node that
+    leaves fewer cells goes, whatever the estimates say (they bound the candidates from
+    above, and on ResNet101 the mean made 5.5M where 2G were estimated, while the conv's
+    15.6M-candidate product then had to be merged with a 9M-point edge). Exact either
+    way: brute force's frontier."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        g = CostGraph()
+        conv = g.add_node("conv", rng.random((3, 2)))
+        mean = g.add_node("mean", rng.random((9, 2)))
+        sub = g.add_node("sub", rng.random((6, 2)))
+        for u, v, alts in ((conv, mean, 1), (conv, sub, 1), (mean, sub, 4)):
+            g.add_edge(u, v, rng.random((g.num_configs(u), g.num_configs(v), alts, 2)))
+        ref = brute_force(g)
+        res = track(g, method="ldp")
+        assert res.stats.heuristic_eliminations == 0 and res.stats.backbone_triangles == 0
+        first = next(s for s in res.stats.slowest_steps if s[1] == "node")
+        assert res.stats.node_eliminations == 1 and first[2][0] == mean
+        np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
