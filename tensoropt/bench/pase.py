@@ -12,7 +12,8 @@ fixed some ops, which the bound does not cover), the fastest plan's estimated ti
 the seconds PaSE's DP took on this 2-core machine for its single minimum-time point
 (issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
 child process of its own (so its peak memory is its own), stopped after ``--timeout``
-seconds and printed as ``>T``.
+seconds and printed as ``>T s`` (or as ``killed by signal 9`` when the kernel's
+out-of-memory killer stopped it).
 
 PaSE returns one point; this search returns the whole memory/time frontier.
 """
@@ -69,11 +70,16 @@ def _child(conn, model: str, devices: int, search: SearchOptions) -> None:
         conn.close()
 
 
-def run_in_child(model: str, devices: int, search: SearchOptions, timeout: float) -> dict | None:
-    """``run`` in a child process of its own; None when it takes more than ``timeout`` s.
+def run_in_child(model: str, devices: int, search: SearchOptions, timeout: float) -> dict:
+    """``run`` in a child process of its own.
+
+    Returns:
+        ``run``'s figures; or ``{"stopped": text}`` when the child took more than
+        ``timeout`` seconds (``">900 s"``) or died without an answer (``"killed by
+        signal 9"``: on Linux usually the kernel's out-of-memory killer).
 
     Raises:
-        RuntimeError: the search failed in the child (its error is in the message).
+        RuntimeError: the search raised in the child (its error is in the message).
     """
     ctx = mp.get_context("fork")   # the parent has run nothing: no TensorFlow, no numba threads
     parent, child = ctx.Pipe(duplex=False)
@@ -83,8 +89,14 @@ def run_in_child(model: str, devices: int, search: SearchOptions, timeout: float
     if not parent.poll(timeout):
         proc.terminate()
         proc.join()
-        return None
-    out = parent.recv()
+        return {"stopped": f">{timeout:g} s"}
+    try:
+        out = parent.recv()
+    except EOFError:              # the pipe closed with nothing in it: the child died
+        proc.join()
+        code = proc.exitcode
+        return {"stopped": f"killed by signal {-code}" if code is not None and code < 0
+                else f"exited with code {code}"}
     proc.join()
     if "error" in out:
         raise RuntimeError(f"{model} on {devices} devices: {out['error']}")
@@ -120,9 +132,9 @@ def main(argv=None) -> int:
     for model in filter(None, args.models.split(",")):
         for devices in counts:
             r = run_in_child(model, devices, search, args.timeout)
-            if r is None:
-                print(f"{model:<18}{devices:>8}{'>' + format(args.timeout, 'g'):>33}"
-                      f"{'':>47}  {_reference(model, devices)}", flush=True)
+            if "stopped" in r:
+                print(f"{model:<18}{devices:>8}  {r['stopped']:<78}  {_reference(model, devices)}",
+                      flush=True)
                 continue
             bound = f"{r['bound_s']:.3g}" + ("+h" if r["heuristic"] else "")
             print(f"{model:<18}{devices:>8}{r['pricing_s']:>11.1f}{r['tracking_s']:>12.1f}"

@@ -1,0 +1,61 @@
+"""``python -m tensoropt.bench pase`` runs each search in a child: what it reports when the
+child answers, takes too long, dies (e.g. out of memory) or raises."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from tensoropt.bench import pase
+from tensoropt.search.driver import SearchOptions
+
+
+def _figures(model, devices, search):
+    return {"model": model, "devices": devices, "epsilon": search.epsilon}
+
+
+def _sleeps(model, devices, search):
+    time.sleep(30)
+
+
+def _killed(model, devices, search):
+    os.kill(os.getpid(), signal.SIGKILL)   # as the out-of-memory killer does
+
+
+def _raises(model, devices, search):
+    raise ValueError("no such model")
+
+
+def test_child_answers(monkeypatch):
+    monkeypatch.setattr(pase, "run", _figures)
+    out = pase.run_in_child("m", 16, SearchOptions(epsilon=0.01), timeout=60)
+    assert out == {"model": "m", "devices": 16, "epsilon": 0.01}
+
+
+def test_child_past_its_timeout_is_stopped(monkeypatch):
+    monkeypatch.setattr(pase, "run", _sleeps)
+    start = time.perf_counter()
+    assert pase.run_in_child("m", 16, SearchOptions(), timeout=0.5) == {"stopped": ">0.5 s"}
+    assert time.perf_counter() - start < 20
+
+
+def test_killed_child_is_reported_not_raised(monkeypatch):
+    monkeypatch.setattr(pase, "run", _killed)
+    out = pase.run_in_child("m", 16, SearchOptions(), timeout=60)
+    assert out == {"stopped": f"killed by signal {int(signal.SIGKILL)}"}
+
+
+def test_child_error_names_model_and_devices(monkeypatch):
+    monkeypatch.setattr(pase, "run", _raises)
+    with pytest.raises(RuntimeError, match="m on 16 devices: ValueError: no such model"):
+        pase.run_in_child("m", 16, SearchOptions(), timeout=60)
+
+
+def test_main_prints_a_stopped_row_and_goes_on(monkeypatch, capsys):
+    monkeypatch.setattr(pase, "run", _killed)
+    assert pase.main(["--models", "inception_v3,resnet101", "--devices", "64"]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split()[:2] for r in rows] == [["inception_v3", "64"], ["resnet101", "64"]]
+    assert all("killed by signal 9" in r for r in rows)
+    assert rows[0].rstrip().endswith("99 s") and rows[1].rstrip().endswith("> 300 s")
