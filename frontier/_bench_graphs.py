@@ -1,6 +1,6 @@
 """``python -m frontier.bench --synthetic-hard`` and ``--graph FILE``: one graph per row.
 
-Each row tracks one graph in a child process (``bench._timed``) and prints the wall and
+Each row tracks one graph in a child process (``bench.run_in_child``) and prints the wall and
 CPU seconds, the frontier's size, T (a time no strategy beats), the error bound (the
 largest radius, as a share of T; and the old summed bound for comparison) and the
 child's peak resident memory (VmHWM, which includes building the graph).
@@ -94,7 +94,7 @@ def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[
     """Runs every graph in a child with ``timeout`` seconds and prints a row each; with
     ``steps``, also (as ``#`` lines) the seconds per kind of elimination and the slowest
     eliminations (``TrackStats.slowest_steps``)."""
-    from frontier.bench import _timed
+    from frontier.bench import run_in_child
 
     for src in sources:
         check_source(src)
@@ -104,10 +104,11 @@ def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[
           f"max_candidates={max_candidates}")
     print(f"{cols[0]:>26} " + " ".join(f"{c:>10}" for c in cols[1:]))
     for src in sources:
-        out = _timed((src, method, threads, epsilon, max_candidates), timeout, run_graph)
+        out = run_in_child(run_graph, (src, method, threads, epsilon, max_candidates), timeout,
+                           label=src)
         name = os.path.basename(src)
-        if out is None:
-            print(f"{name:>26} " + f"{'>' + format(timeout, 'g'):>10}", flush=True)
+        if "stopped" in out:
+            print(f"{name:>26} " + f"{out['stopped']:>10}", flush=True)
             continue
         row = [out["nodes"], out["edges"], f"{out['wall']:.1f}", f"{out['cpu']:.1f}",
                out["points"], out["max_cell"], out["heuristic"], f"{out['T']:.4g}",

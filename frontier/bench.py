@@ -25,11 +25,11 @@ import argparse
 import multiprocessing as mp
 import os
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from frontier._bench_graphs import HARD_GRAPHS, print_rows
 
-__all__ = ["main", "run_one"]
+__all__ = ["main", "run_one", "run_in_child"]
 
 
 def run_one(shape: str, n: int, k: int, method: str, threads: int, seed: int,
@@ -53,27 +53,42 @@ def _child(conn, args, fn) -> None:
     try:
         conn.send(fn(*args))
     except BaseException as err:  # report, never hang the parent
-        conn.send({"error": repr(err)})
+        conn.send({"error": f"{type(err).__name__}: {err}"})
     finally:
         conn.close()
 
 
-def _timed(args: tuple, timeout: float, fn=run_one) -> Optional[dict[str, Any]]:
-    """``fn(*args)`` in a forked child; None when it takes more than ``timeout`` s."""
+def run_in_child(fn: Callable[..., dict], args: tuple, timeout: float,
+                 label: str = "run") -> dict[str, Any]:
+    """``fn(*args)`` in a forked child process with a wall-clock limit.
+
+    Returns:
+        ``fn``'s dict; or ``{"stopped": text}`` when the child took more than ``timeout``
+        seconds (``">120 s"``) or died without an answer (``"signal 9"``: on Linux
+        usually the kernel's out-of-memory killer; ``"exit 1"``).
+
+    Raises:
+        RuntimeError: ``fn`` raised in the child; the message is ``label``, then its error.
+    """
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_child, args=(child, args, fn))
-    p.start()
+    proc = ctx.Process(target=_child, args=(child, args, fn))
+    proc.start()
     child.close()
-    if parent.poll(timeout):
+    if not parent.poll(timeout):
+        proc.terminate()
+        proc.join()
+        return {"stopped": f">{timeout:g} s"}
+    try:
         out = parent.recv()
-        p.join()
-        if "error" in out:
-            raise RuntimeError(f"run {args} failed: {out['error']}")
-        return out
-    p.terminate()
-    p.join()
-    return None
+    except EOFError:              # the pipe closed with nothing in it: the child died
+        proc.join()
+        code = proc.exitcode
+        return {"stopped": f"signal {-code}" if code is not None and code < 0 else f"exit {code}"}
+    proc.join()
+    if "error" in out:
+        raise RuntimeError(f"{label}: {out['error']}")
+    return out
 
 
 def _ints(text: str) -> list[int]:
@@ -142,11 +157,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                         if key in timed_out:
                             res[(method, t)] = "skip"
                             continue
-                        out = _timed((shape, n, k, method, t, a.seed, a.alternatives),
-                                     a.timeout)
-                        if out is None:
+                        args = (shape, n, k, method, t, a.seed, a.alternatives)
+                        out = run_in_child(run_one, args, a.timeout, label=f"run {args}")
+                        if "stopped" in out:
                             timed_out.add(key)
-                            res[(method, t)] = f">{a.timeout:g}"
+                            res[(method, t)] = out["stopped"].replace(" s", "")
                         else:
                             res[(method, t)] = out
                 done = [v for v in res.values() if isinstance(v, dict)]

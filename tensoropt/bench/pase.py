@@ -12,8 +12,8 @@ fixed some ops, which the bound does not cover), the fastest plan's estimated ti
 the seconds PaSE's DP took on this 2-core machine for its single minimum-time point
 (issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
 child process of its own (so its peak memory is its own), stopped after ``--timeout``
-seconds and printed as ``>T s`` (or as ``killed by signal 9`` when the kernel's
-out-of-memory killer stopped it).
+seconds and printed as ``>T s`` (or as ``signal 9`` when the kernel's out-of-memory
+killer stopped it).
 
 PaSE returns one point; this search returns the whole memory/time frontier.
 """
@@ -21,10 +21,10 @@ PaSE returns one point; this search returns the whole memory/time frontier.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import resource
 import time
 
+from frontier.bench import run_in_child as run_in_frontier_child
 from tensoropt.search.driver import SearchOptions
 
 __all__ = ["PASE_DP_SECONDS", "run", "main"]
@@ -61,46 +61,20 @@ def run(model: str, devices: int, search: SearchOptions) -> dict:
             "fastest_s": min(t for _, t in plans.points)}
 
 
-def _child(conn, model: str, devices: int, search: SearchOptions) -> None:
-    try:
-        conn.send(run(model, devices, search))
-    except BaseException as err:  # report, never hang the parent
-        conn.send({"error": f"{type(err).__name__}: {err}"})
-    finally:
-        conn.close()
+def _search(model: str, devices: int, search: SearchOptions) -> dict:
+    return run(model, devices, search)   # looked up when called: tests replace ``run``
 
 
 def run_in_child(model: str, devices: int, search: SearchOptions, timeout: float) -> dict:
-    """``run`` in a child process of its own.
-
-    Returns:
-        ``run``'s figures; or ``{"stopped": text}`` when the child took more than
-        ``timeout`` seconds (``">900 s"``) or died without an answer (``"killed by
-        signal 9"``: on Linux usually the kernel's out-of-memory killer).
+    """``run`` in a child process of its own (``frontier.bench.run_in_child``): its
+    figures, or ``{"stopped": text}`` (``">900 s"``, ``"signal 9"``: killed, on Linux
+    usually for memory).
 
     Raises:
         RuntimeError: the search raised in the child (its error is in the message).
     """
-    ctx = mp.get_context("fork")   # the parent has run nothing: no TensorFlow, no numba threads
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, model, devices, search))
-    proc.start()
-    child.close()
-    if not parent.poll(timeout):
-        proc.terminate()
-        proc.join()
-        return {"stopped": f">{timeout:g} s"}
-    try:
-        out = parent.recv()
-    except EOFError:              # the pipe closed with nothing in it: the child died
-        proc.join()
-        code = proc.exitcode
-        return {"stopped": f"killed by signal {-code}" if code is not None and code < 0
-                else f"exited with code {code}"}
-    proc.join()
-    if "error" in out:
-        raise RuntimeError(f"{model} on {devices} devices: {out['error']}")
-    return out
+    return run_in_frontier_child(_search, (model, devices, search), timeout,
+                                 label=f"{model} on {devices} devices")
 
 
 def _reference(model: str, devices: int) -> str:

@@ -1,5 +1,9 @@
 """The benchmark runs end to end on tiny graphs and both methods agree."""
 
+import os
+import signal
+import time
+
 import pytest
 
 from frontier import bench
@@ -34,3 +38,24 @@ def test_bench_graph_rows(tmp_path, capsys):
         bench.main(["--graph", str(tmp_path / "missing.npz")])
     with pytest.raises(ValueError, match="expected hard:SHAPE:N:K"):
         bench.main(["--graph", "hard:ring:10:4"])
+
+
+def _dies():
+    os.kill(os.getpid(), signal.SIGKILL)   # as the out-of-memory killer does
+
+
+def _exits():
+    os._exit(3)
+
+
+def _raises():
+    raise ValueError("bad graph")
+
+
+def test_run_in_child_reports_how_the_child_ended():
+    assert bench.run_in_child(dict, (), 60) == {}
+    assert bench.run_in_child(time.sleep, (30,), 0.5) == {"stopped": ">0.5 s"}
+    assert bench.run_in_child(_dies, (), 60) == {"stopped": "signal 9"}
+    assert bench.run_in_child(_exits, (), 60) == {"stopped": "exit 3"}
+    with pytest.raises(RuntimeError, match="g.npz: ValueError: bad graph"):
+        bench.run_in_child(_raises, (), 60, label="g.npz")

@@ -43,7 +43,7 @@ def test_child_past_its_timeout_is_stopped(monkeypatch):
 def test_killed_child_is_reported_not_raised(monkeypatch):
     monkeypatch.setattr(pase, "run", _killed)
     out = pase.run_in_child("m", 16, SearchOptions(), timeout=60)
-    assert out == {"stopped": f"killed by signal {int(signal.SIGKILL)}"}
+    assert out == {"stopped": f"signal {int(signal.SIGKILL)}"}
 
 
 def test_child_error_names_model_and_devices(monkeypatch):
@@ -57,5 +57,5 @@ def test_main_prints_a_stopped_row_and_goes_on(monkeypatch, capsys):
     assert pase.main(["--models", "inception_v3,resnet101", "--devices", "64"]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
     assert [r.split()[:2] for r in rows] == [["inception_v3", "64"], ["resnet101", "64"]]
-    assert all("killed by signal 9" in r for r in rows)
+    assert all("signal 9" in r for r in rows)
     assert rows[0].rstrip().endswith("99 s") and rows[1].rstrip().endswith("> 300 s")
