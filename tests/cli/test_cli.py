@@ -42,7 +42,12 @@ def test_frontier_max_candidates_thins_and_prints_its_bound(capsys):
     assert cli.main(argv + ["--max-candidates", "20", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)["frontier_stats"]
     assert stats["capped_products"] > 0 and stats["max_candidates"] == 20
-    assert stats["candidates"] < exact["candidates"] and stats["time_error_bound_s"] > 0
+    assert exact["capped_products"] == 0 and exact["time_error_bound_s"] == 0
+    # the whole run's candidates need not fall here: the elimination order reads the
+    # tables' points per cell, which thinning changes, and on this tiny model the cap
+    # barely thins (tests/frontier/test_frontier_api.py checks that it cuts the work on
+    # a graph where it thins much)
+    assert stats["time_error_bound_s"] > 0
     assert cli.main(argv + ["--max-candidates", "20"]) == 0
     out = capsys.readouterr().out
     assert "products thinned to about 20 candidates" in out and "slower than the exact" in out

@@ -5,6 +5,8 @@ cost model's ``workspace_bytes``, and the simulator's workspace buffers, hand-pr
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -28,19 +30,62 @@ def conv_op():
     return to.nn.conv2d(x, w, strides=1, padding="SAME").op
 
 
+# The measurements run in a fresh interpreter: once a TensorFlow session with another
+# thread configuration has run a oneDNN convolution backward in a process, later traces of
+# one show no scratch buffers (backward workspace 24.5 MB in a fresh process, 0-32 bytes
+# after tests/api/test_api_compare_tf.py's reference session; the same with
+# TF_ENABLE_ONEDNN_OPTS=0 is fine). The profiler measures in the search's rank-0 process
+# before any training session, as the fresh interpreter does.
+_MEASURE = """
+import json, sys
+import tensoropt as to
+from tensoropt.configs import Config
+from tensoropt.costs.profiler import ComputeProfiler, local_shard
+
+def fast_profiler(path=None):
+    return ComputeProfiler(cache_path=path, warmup=0, min_runs=1, max_runs=1, min_time_s=0.0)
+
+x = to.placeholder(to.float32, [8, 16, 16, 8], name="x")
+w = to.get_variable("w", [3, 3, 8, 16])
+op = to.nn.conv2d(x, w, strides=1, padding="SAME").op
+config = Config((1,), (None,))
+path, old = sys.argv[1], sys.argv[2] == "old"
+out = {}
+if old:   # a profile written before workspaces were recorded: only the shard's time
+    key = fast_profiler().key(local_shard(op, config))
+    with open(path, "w") as f:
+        json.dump({"format": "tensoropt.compute_profile", "version": 1, "entries": {key: 0.25}}, f)
+p = fast_profiler(path)
+out["compute_before"] = p.compute_s(op, config) if old else None
+out["measurements_before"] = p.measurements
+out["workspace"] = p.workspace_bytes(op, config)
+out["measurements"] = p.measurements
+out["compute_after"] = p.compute_s(op, config) if old else None
+p.workspace_bytes(op, config)
+out["measurements_again"] = p.measurements
+p.save()
+print(json.dumps(out))
+"""
+
+
+def _measure_in_fresh_process(path, old: bool = False) -> dict:
+    done = subprocess.run([sys.executable, "-c", _MEASURE, str(path), "old" if old else "new"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_a_convolution_backward_workspace_is_measured_and_cached(tmp_path):
-    op = conv_op()
-    config = Config((1,), (None,))
     path = tmp_path / "profile.json"
-    p = fast_profiler(path)
-    forward, backward = p.workspace_bytes(op, config)
+    measured = _measure_in_fresh_process(path)
+    forward, backward = measured["workspace"]
     # TensorFlow's CPU Conv2DBackpropFilter/Input unfold the input patches: far more than
     # one output (8*16*16*16*4 = 128 KiB) in scratch, freed before the node ends
     out_bytes = 8 * 16 * 16 * 16 * 4
     assert backward > out_bytes
     assert forward >= 0
-    assert p.measurements == 1
-    p.save()
+    assert measured["measurements"] == 1 and measured["measurements_again"] == 1
+    op, config = conv_op(), Config((1,), (None,))
     again = fast_profiler(path)
     assert again.workspace_bytes(op, config) == (forward, backward)
     assert again.measurements == 0                   # from the file
@@ -48,20 +93,11 @@ def test_a_convolution_backward_workspace_is_measured_and_cached(tmp_path):
 
 
 def test_a_profile_file_without_workspaces_still_loads_and_measures_them_once(tmp_path):
-    op = conv_op()
-    config = Config((1,), (None,))
-    p = fast_profiler()
-    key = p.key(local_shard(op, config))
-    path = tmp_path / "old.json"                     # written before workspaces were recorded
-    path.write_text(json.dumps({"format": "tensoropt.compute_profile", "version": 1,
-                                "entries": {key: 0.25}}))
-    old = fast_profiler(path)
-    assert old.compute_s(op, config) == 0.25 and old.measurements == 0
-    _, backward = old.workspace_bytes(op, config)
-    assert backward > 0 and old.measurements == 1
-    assert old.compute_s(op, config) == 0.25         # the recorded time is kept
-    old.workspace_bytes(op, config)
-    assert old.measurements == 1
+    measured = _measure_in_fresh_process(tmp_path / "old.json", old=True)
+    assert measured["compute_before"] == 0.25 and measured["measurements_before"] == 0
+    assert measured["workspace"][1] > 0 and measured["measurements"] == 1
+    assert measured["compute_after"] == 0.25         # the recorded time is kept
+    assert measured["measurements_again"] == 1
 
 
 class _Workspaces(AnalyticalCompute):
