@@ -131,18 +131,17 @@ class SearchSpace:
 
     def op_cost(self, op, config: Config):
         """``model.op_cost``, once per (signature, configuration)."""
-        key = (self.signatures[op], config)
-        cost = self._op_costs.get(key)
-        if cost is None:
-            cost = self._op_costs[key] = self.model.op_cost(op, config)
-        return cost
+        return self._per_signature(self._op_costs, self.model.op_cost, op, config)
 
     def rerun_cost(self, op, config: Config) -> tuple[float, float]:
         """``model.rerun_cost``, once per (signature, configuration)."""
+        return self._per_signature(self._reruns, self.model.rerun_cost, op, config)
+
+    def _per_signature(self, cache: dict, price, op, config: Config):
         key = (self.signatures[op], config)
-        cost = self._reruns.get(key)
+        cost = cache.get(key)
         if cost is None:
-            cost = self._reruns[key] = self.model.rerun_cost(op, config)
+            cost = cache[key] = price(op, config)
         return cost
 
     def node_costs(self, op) -> np.ndarray:
