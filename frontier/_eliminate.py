@@ -33,6 +33,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from frontier._memo import Memo, fingerprint, table_fingerprint
 from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
 from frontier._table import IDX, Table, gather, single_point_cells
@@ -77,6 +78,7 @@ class Work:
         self.tails: list[int] = []
         self.marking = True
         self.touched: set[int] = set(order)          # nodes whose edges changed (_Index)
+        self.memo = Memo()                           # results of repeated products
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -89,10 +91,11 @@ class Work:
                 ncell = ec.shape[0] * ec.shape[1]
                 cell = np.repeat(np.arange(ncell, dtype=IDX), np.diff(ec.off))
                 idx, off, _ = reduce_cells(cell, ec.mem, ec.time, ncell)
-                reduced[id(ec.mem)] = (Table(ec.mem[idx], ec.time[idx], off),
-                                       (idx - ec.off[cell[idx]]).astype(np.int32))
-            t, alt = reduced[id(ec.mem)]
-            tid = store.leaf_edge(eid, t, alt)
+                t = Table(ec.mem[idx], ec.time[idx], off)
+                alt = (idx - ec.off[cell[idx]]).astype(np.int32)
+                reduced[id(ec.mem)] = (t, alt, table_fingerprint(t, alt))
+            t, alt, fp = reduced[id(ec.mem)]
+            tid = store.leaf_edge(eid, t, alt, fp)
             self._add_edge(ec.src, ec.dst, tid)
 
     # ------------------------------------------------------------ bookkeeping
@@ -102,11 +105,23 @@ class Work:
             return 0.0
         return self.opt.epsilon * sum(self.st.lower[t] for t in tids)
 
-    def reduced(self, table: Table, parents: tuple[int, ...],
-                bp: tuple[np.ndarray, ...]) -> int:
-        """Registers a table made by a reduction, with the thinning gap it reached."""
+    def remembered(self, op: str, parents: tuple[int, ...], params: tuple,
+                   compute: Callable[[], tuple]) -> int:
+        """The table of reduction ``op`` of ``parents``: ``compute()`` gives
+        ``(table, back pointers)``, run only when no earlier reduction had the same
+        operation, parameters and parents' fingerprints (``_memo``), whose result is
+        registered again instead (the same values and pointers, shared)."""
+        key = fingerprint(op, params, *(self.st.fp[p] for p in parents))
+        hit = self.memo.get(key)
+        if hit is not None:
+            table, bp, gap = hit
+            self.tally.memo_hits += 1
+            return self.st.derived(table, parents, bp, key, gap=gap, shared=True)
+        table, bp = compute()
         gap, self.tally.gap_s = self.tally.gap_s, 0.0
-        return self.st.derived(table, parents, bp, gap=gap)
+        tid = self.st.derived(table, parents, bp, key, gap=gap)
+        self.memo.put(key, (table, self.st.records[tid].bp, gap))
+        return tid
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:
         """The inputs of one product, thinned when it would be too big.
@@ -137,7 +152,8 @@ class Work:
         out = []
         for tid, t, (new, idx, gap) in zip(tids, tables, thinned):
             out.append(tid if new.npoints == t.npoints else
-                       self.st.derived(new, (tid,), (idx,), gap=gap))
+                       self.st.derived(new, (tid,), (idx,),
+                                       fingerprint("thin", delta, self.st.fp[tid]), gap=gap))
         self.tally.capped_products += 1
         self.tally.cap_delta_max_s = max(self.tally.cap_delta_max_s, delta)
         return tuple(out)
@@ -197,8 +213,11 @@ class Work:
             return tid
         ku, kv = self.K[u], self.K[v]
         perm = (np.arange(ku)[None, :] * kv + np.arange(kv)[:, None]).reshape(-1)
-        t, idx = gather(self.st.table(tid), perm)
-        return self.st.derived(t, (tid,), (idx,))
+
+        def compute():
+            t, idx = gather(self.st.table(tid), perm)
+            return t, (idx,)
+        return self.remembered("transpose", (tid,), (ku, kv), compute)
 
     def _set_node(self, v: int, tid: int) -> None:
         self.st.drop(self.ntab[v])
@@ -207,10 +226,13 @@ class Work:
 
     def product(self, a: int, b: int, bmap: np.ndarray) -> int:
         """Registers ``cell_product`` of tables a and b (cell c times b's ``bmap[c]``)."""
-        t, ia, ib = cell_product(self.st.table(a), self.st.table(b), bmap,
-                                 budget=self.budget(a, b), threads=self.opt.threads,
-                                 counts=self.tally)
-        return self.reduced(t, (a, b), (ia, ib))
+        budget = self.budget(a, b)
+
+        def compute():
+            t, ia, ib = cell_product(self.st.table(a), self.st.table(b), bmap, budget=budget,
+                                     threads=self.opt.threads, counts=self.tally)
+            return t, (ia, ib)
+        return self.remembered("product", (a, b), (bmap, budget), compute)
 
     # ------------------------------------------------------------ eliminations
     def edge_elim(self, u: int, v: int) -> None:
@@ -223,10 +245,15 @@ class Work:
         acc = tids[0]
         for other in tids[1:]:
             x, y = self.capped((acc, other), _product_candidates)
-            t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y), self.K[u],
-                                            self.K[v], budget=self.budget(x, y),
-                                            threads=self.opt.threads, counts=self.tally)
-            prev, acc = acc, self.reduced(t, (x, y), (ia, ib))
+            budget = self.budget(x, y)
+
+            def compute():
+                t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y), self.K[u],
+                                                self.K[v], budget=budget,
+                                                threads=self.opt.threads, counts=self.tally)
+                return t, (ia, ib)
+            prev, acc = acc, self.remembered("edge", (x, y), (self.K[u], self.K[v], budget),
+                                             compute)
             # Edge tables (tids) are dropped with their edges below.
             self._drop_all(*(i for i in (prev, x, y) if i not in tids))
         for wid in wids:
@@ -255,11 +282,15 @@ class Work:
         a0, b0 = a_id, b_id
         a_id, b_id = self.capped((a_id, b_id), _combine_candidates(kh, kv, kj))
         parents = (a_id, b_id) if nv_single is None else (a_id, b_id, nv)
-        t, ia, ib, kk = combine_shared(self.st.table(a_id), self.st.table(b_id),
-                                       Shape(kh, kv, kj), mid=nv_single,
-                                       threads=self.opt.threads,
-                                       budget=self.budget(*parents), counts=self.tally)
-        new = self.reduced(t, parents, (ia, ib, kk)[:len(parents)])
+        budget = self.budget(*parents)
+
+        def compute():
+            t, ia, ib, kk = combine_shared(self.st.table(a_id), self.st.table(b_id),
+                                           Shape(kh, kv, kj), mid=nv_single,
+                                           threads=self.opt.threads, budget=budget,
+                                           counts=self.tally)
+            return t, (ia, ib, kk)[:len(parents)]
+        new = self.remembered("node", parents, (kh, kv, kj, budget), compute)
         self._remove_edge(ehv)
         self._remove_edge(evj)
         self._drop_all(a_id, b_id, a0, b0)
@@ -282,15 +313,20 @@ class Work:
         nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
         nu, nu_single = self._node_single(u)
         parents = (nv, b_id) if nu_single is None else (nv, b_id, nu)
-        t, ia, ib, kk = combine_shared(self.st.table(nv), self.st.table(b_id),
-                                       Shape(1, kv, ku), post=nu_single,
-                                       threads=self.opt.threads,
-                                       budget=self.budget(*parents), counts=self.tally)
+        budget = self.budget(*parents)
+
+        def compute():
+            t, ia, ib, kk = combine_shared(self.st.table(nv), self.st.table(b_id),
+                                           Shape(1, kv, ku), post=nu_single,
+                                           threads=self.opt.threads, budget=budget,
+                                           counts=self.tally)
+            if nu_single is None:
+                return t, (ia, ib)
+            return t, (ia, ib, np.repeat(np.arange(ku, dtype=IDX), t.counts()))
         if nu_single is not None:
-            new = self.reduced(t, parents, (ia, ib, np.repeat(np.arange(ku, dtype=IDX),
-                                                                 t.counts())))
+            new = self.remembered("fold", parents, (kv, ku, budget), compute)
         else:
-            mid = self.reduced(t, parents, (ia, ib))
+            mid = self.remembered("fold", parents, (kv, ku, budget), compute)
             new = self.product(mid, nu, np.arange(ku))
             self.st.drop(mid)
         self._remove_edge(wid)
@@ -359,14 +395,16 @@ class Work:
         self.tally.heuristic_choices.append((v, k))
         nv = self.ntab[v]
         t, idx = gather(self.st.table(nv), np.array([k]))
-        self.factors.append(self.st.derived(t, (nv,), (idx,)))
+        self.factors.append(self.st.derived(t, (nv,), (idx,),
+                                            fingerprint("pick", k, self.st.fp[nv])))
         for j in list(self.adj[v]):
             kj = self.K[j]
             for wid in list(self.adj[v][j]):
                 u, w, tid = self.edges[wid]
                 cells = (k * kj + np.arange(kj)) if u == v else (np.arange(kj) * self.K[v] + k)
                 row, ridx = gather(self.st.table(tid), cells)
-                row_id = self.st.derived(row, (tid,), (ridx,))
+                row_id = self.st.derived(row, (tid,), (ridx,),
+                                         fingerprint("row", cells, self.st.fp[tid]))
                 nj = self.ntab[j]
                 new = self.product(nj, row_id, np.arange(kj))
                 self.st.drop(row_id)

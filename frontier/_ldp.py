@@ -46,8 +46,12 @@ def path_order(work: Work, comp: list[int]) -> list[int]:
 
 def _union(work: Work, v: int) -> int:
     nt = work.ntab[v]
-    t, idx = union_all(work.st.table(nt), budget=work.budget(nt), counts=work.tally)
-    return work.reduced(t, (nt,), (idx,))
+    budget = work.budget(nt)
+
+    def compute():
+        t, idx = union_all(work.st.table(nt), budget=budget, counts=work.tally)
+        return t, (idx,)
+    return work.remembered("union", (nt,), (budget,), compute)
 
 
 def finish(work: Work, method: str) -> int:

@@ -10,8 +10,9 @@ Usage::
     st = Store(num_nodes, num_edges)
     t0 = st.leaf_node(v, table)                    # original node frontier
     t1 = st.leaf_edge(e, table, alt)               # original edge frontier
-    t2 = st.derived(table, (t0, t1), (ia, ib))     # product / union / gather result
-    t3 = st.derived(table, (t2,), (ix,), gap=g)    # a reduction that thinned by up to g
+    t2 = st.derived(table, (t0, t1), (ia, ib), key)   # product / union / gather result
+    t3 = st.derived(table, (t2,), (ix,), key, gap=g)  # a reduction that thinned by up to g
+    st.fp[t2]           # its fingerprint: key (``_memo``); a leaf's hashes its values
     st.lower[t3]        # a time the part of the graph t3 stands for never beats (seconds)
     st.summed[t3]       # g + the gaps of t3's ancestors: a bound summed over reductions
     cfg, alt = st.unroll(t2, np.arange(n))         # (n, num_nodes), (n, num_edges)
@@ -29,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from frontier._memo import table_fingerprint
 from frontier._table import Table
 
 __all__ = ["Store", "COLLECT_MIN_BYTES"]
@@ -80,38 +82,52 @@ class Store:
         self.lower: list[float] = []
         self.summed: list[float] = []
         self.npoints: list[int] = []      # points of each table (as its records number them)
+        self.fp: list[bytes] = []         # fingerprint of each table's values (``_memo``)
         self.bytes = 0                    # back-pointer bytes now, and at most so far
         self.peak_bytes = 0
         self._after_collect = 0
         self.collections = 0
 
-    def _add(self, table: Table, rec: _Record, lower: float, gap: float = 0.0) -> int:
+    def _add(self, table: Table, rec: _Record, lower: float, fp: bytes,
+             gap: float = 0.0, shared: bool = False) -> int:
         self.tables.append(table)
+        self.fp.append(fp)
         self.records.append(rec)
         self.lower.append(lower)
         self.summed.append(gap + sum(self.summed[p] for p in rec.parents))
         self.npoints.append(table.npoints)
-        self.bytes += sum(b.nbytes for b in rec.bp)
+        if not shared:
+            self.bytes += sum(b.nbytes for b in rec.bp)
         self.peak_bytes = max(self.peak_bytes, self.bytes)
         if self.bytes > max(COLLECT_MIN_BYTES, 2 * self._after_collect):
             self.collect()
         return len(self.tables) - 1
 
     def leaf_node(self, nid: int, table: Table) -> int:
-        return self._add(table, _Record("node", nid, (), ()), float(table.time.min()))
+        return self._add(table, _Record("node", nid, (), ()), float(table.time.min()),
+                         table_fingerprint(table))
 
-    def leaf_edge(self, eid: int, table: Table, alt: np.ndarray) -> int:
-        return self._add(table, _Record("edge", eid, (), (_narrow(alt),)),
-                         float(table.time.min()))
+    def leaf_edge(self, eid: int, table: Table, alt: np.ndarray,
+                  fp: Optional[bytes] = None) -> int:
+        """``fp``: the fingerprint of (table, alt) when the caller has it (edges that
+        share cost arrays share it); computed otherwise."""
+        alt = _narrow(alt)
+        return self._add(table, _Record("edge", eid, (), (alt,)), float(table.time.min()),
+                         fp if fp is not None else table_fingerprint(table, alt))
 
     def derived(self, table: Table, parents: tuple[int, ...],
-                bp: tuple[np.ndarray, ...], gap: float = 0.0) -> int:
+                bp: tuple[np.ndarray, ...], key: bytes, gap: float = 0.0,
+                shared: bool = False) -> int:
         """Registers a table made from ``parents``; ``bp[i][x]`` is the point of parent i
-        that point x came from; ``gap`` the largest thinning slow-down it made."""
+        that point x came from; ``key`` its fingerprint (``_memo.fingerprint`` of the
+        operation, its parameters and the parents' fingerprints); ``gap`` the largest
+        thinning slow-down it made. ``shared``: ``bp`` are another record's arrays (a
+        result taken from ``_memo``), already counted in ``bytes``."""
         assert len(parents) == len(bp)
         return self._add(table, _Record("derived", -1, tuple(parents),
                                         tuple(_narrow(b) for b in bp)),
-                         max(sum(self.lower[p] for p in parents), _least(table)), gap)
+                         max(sum(self.lower[p] for p in parents), _least(table)), key, gap,
+                         shared)
 
     def collect(self) -> None:
         """Frees the back pointers that no point of a live table leads to.
@@ -161,8 +177,9 @@ class Store:
         return t
 
     def pointer_bytes(self) -> int:
-        """Bytes of back pointers kept for unrolling."""
-        return sum(b.nbytes for rec in self.records for b in rec.bp)
+        """Bytes of back pointers kept for unrolling (arrays records share count once)."""
+        arrays = {id(b): b for rec in self.records for b in rec.bp}
+        return sum(b.nbytes for b in arrays.values())
 
     def drop(self, tid: int) -> None:
         """Frees the values of a table nobody will read again (back pointers stay)."""

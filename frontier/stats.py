@@ -43,6 +43,7 @@ class Tally(MergeCounts):
     backbone_triangles: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
+    memo_hits: int = 0
     max_cell_points: int = 0
     heuristic_choices: list = field(default_factory=list)
     ldp_path_lengths: list = field(default_factory=list)
@@ -85,6 +86,8 @@ class TrackStats:
             rows and columns saw, and how many distinct ones there were.
         capped_products: products whose inputs ``max_candidates`` thinned;
             cap_delta_max_s: the largest thinning step that took (seconds).
+        memo_hits: reductions that took the result of an earlier one with the same
+            inputs (repeated layers; ``_memo``) instead of running the kernels.
         time_lower_bound_s: T, a time no strategy beats (no strategy the search
             considered, when heuristic eliminations fixed configurations): at least the
             sum of every node's and edge's least time, and at least the least
@@ -133,6 +136,7 @@ class TrackStats:
     col_groups: int
     capped_products: int
     cap_delta_max_s: float
+    memo_hits: int
     time_lower_bound_s: float
     time_error_bound_s: float
     summed_bound_s: float

@@ -1,0 +1,90 @@
+"""Repeated layers: results reused by fingerprint (``frontier._memo``) change nothing but
+the work."""
+
+import numpy as np
+import pytest
+
+import frontier._memo as memo
+import frontier._store as store
+from frontier import track
+from frontier._memo import Memo, fingerprint, table_fingerprint
+from frontier._table import Table
+from frontier.brute_force import cost_of
+from frontier.synthetic import model_graph
+
+
+def _track(g, monkeypatch, memo_bytes, **kw):
+    monkeypatch.setattr(memo, "MEMO_MIN_POINTS", 0)
+    monkeypatch.setattr(memo, "MEMO_BYTES", memo_bytes)
+    return track(g, **kw)
+
+
+@pytest.mark.parametrize("shape", ["transformer", "residual"])
+@pytest.mark.parametrize("kw", [{}, {"epsilon": 0.05}, {"method": "elimination"}],
+                         ids=["exact", "eps", "elimination"])
+def test_repeated_layers_reuse_results_and_give_the_same_frontier(shape, kw, monkeypatch):
+    g = model_graph(shape, n=60, k=8, seed=1)
+    off = _track(g, monkeypatch, 0, **kw)
+    on = _track(g, monkeypatch, 2 ** 30, **kw)
+    assert off.stats.memo_hits == 0
+    assert on.stats.memo_hits > 0
+    assert on.stats.candidates < off.stats.candidates      # the reused work was skipped
+    assert on.points == off.points
+    np.testing.assert_array_equal(on.radii, off.radii)
+    np.testing.assert_array_equal(on.node_configs, off.node_configs)
+    np.testing.assert_array_equal(on.edge_alternatives, off.edge_alternatives)
+    assert on.stats.time_error_bound_s == off.stats.time_error_bound_s
+    for i, point in enumerate(on.points):               # reused pointers unroll right
+        assert cost_of(g, *on.choice(i)) == pytest.approx(point)
+
+
+def test_shared_results_survive_collection(monkeypatch):
+    """Reused back pointers are shared between records; collecting after every table
+    keeps every strategy, and shared arrays are counted once."""
+    g = model_graph("transformer", n=60, k=8, seed=3)
+    ref = _track(g, monkeypatch, 2 ** 30, epsilon=0.1)
+    monkeypatch.setattr(store, "COLLECT_MIN_BYTES", 0)
+    got = _track(g, monkeypatch, 2 ** 30, epsilon=0.1)
+    assert got.stats.memo_hits == ref.stats.memo_hits > 0
+    assert got.points == ref.points
+    np.testing.assert_array_equal(got.node_configs, ref.node_configs)
+    np.testing.assert_array_equal(got.edge_alternatives, ref.edge_alternatives)
+
+
+def test_fingerprints_tell_apart_what_changes_a_result():
+    t = Table(np.array([1.0, 2.0]), np.array([4.0, 3.0]), np.array([0, 1, 2]))
+    same = Table(t.mem.copy(), t.time.copy(), t.off.copy())
+    assert table_fingerprint(t) == table_fingerprint(same)
+    other = Table(t.mem, np.array([4.0, 2.5]), t.off)
+    regrouped = Table(t.mem, t.time, np.array([0, 0, 2]))
+    radii = Table(t.mem, t.time, t.off, np.zeros(2))
+    fps = {table_fingerprint(x) for x in (t, other, regrouped, radii)}
+    assert len(fps) == 4
+    a = table_fingerprint(t)
+    assert fingerprint("product", np.array([0, 1]), 0.5, a) != \
+        fingerprint("product", np.array([1, 0]), 0.5, a)
+    assert fingerprint("product", np.array([0, 1]), 0.5, a) != \
+        fingerprint("product", np.array([0, 1]), 0.25, a)
+    assert fingerprint("node", (2, 3), a) != fingerprint("fold", (2, 3), a)
+    assert fingerprint(np.array([1], np.int32)) != fingerprint(np.array([1], np.int64))
+    with pytest.raises(TypeError, match="cannot fingerprint a list"):
+        fingerprint([1, 2])
+
+
+def _entry(n):
+    t = Table(np.zeros(n), np.zeros(n), np.array([0, n]))
+    return t, (np.zeros(n, np.uint32),), 0.0
+
+
+def test_memo_keeps_recent_results_within_its_bytes():
+    size = 20 * 8 + 20 * 8 + 2 * 8 + 20 * 4
+    m = Memo(max_bytes=2 * size, min_points=10)
+    m.put(b"small", _entry(5))                     # below min_points: not kept
+    assert m.get(b"small") is None
+    m.put(b"a", _entry(20))
+    m.put(b"b", _entry(20))
+    assert m.get(b"a") is not None                 # a is now the most recent
+    m.put(b"c", _entry(20))                        # evicts b, the least recent
+    assert m.get(b"b") is None
+    assert m.get(b"a") is not None and m.get(b"c") is not None
+    assert m.bytes == 2 * size and m.hits == 3
