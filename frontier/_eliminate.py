@@ -120,7 +120,8 @@ class Work:
         table, bp = compute()
         gap, self.tally.gap_s = self.tally.gap_s, 0.0
         tid = self.st.derived(table, parents, bp, key, gap=gap)
-        self.memo.put(key, (table, self.st.records[tid].bp, gap))
+        rec = self.st.records[tid]
+        rec.shared = self.memo.put(key, (table, rec.bp, gap))
         return tid
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:

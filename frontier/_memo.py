@@ -91,15 +91,16 @@ class Memo:
             self.hits += 1
         return entry
 
-    def put(self, key: bytes, entry: tuple) -> None:
+    def put(self, key: bytes, entry: tuple) -> bool:
         """Keeps ``entry`` = (table, back pointers, gap) under ``key`` if it is big
-        enough to be worth it and fits."""
+        enough to be worth it and fits; says whether it did."""
         size = _nbytes(entry)
         if entry[0].npoints < self.min_points or size > self.max_bytes or key in self._entries:
-            return
+            return False
         self._entries[key] = entry
         self._sizes[key] = size
         self.bytes += size
         while self.bytes > self.max_bytes:
             old, _ = self._entries.popitem(last=False)
             self.bytes -= self._sizes.pop(old)
+        return True

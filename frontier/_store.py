@@ -42,6 +42,7 @@ class _Record:
     label: int                     # node id / edge id; -1 for derived
     parents: tuple[int, ...]
     bp: tuple[np.ndarray, ...]     # one index array per parent; ("edge": alternatives)
+    shared: bool = False           # bp are shared with other records or ``_memo``
 
 
 COLLECT_MIN_BYTES = 256 * 2 ** 20   # back pointers below which ``collect`` never runs
@@ -125,7 +126,7 @@ class Store:
         result taken from ``_memo``), already counted in ``bytes``."""
         assert len(parents) == len(bp)
         return self._add(table, _Record("derived", -1, tuple(parents),
-                                        tuple(_narrow(b) for b in bp)),
+                                        tuple(_narrow(b) for b in bp), shared),
                          max(sum(self.lower[p] for p in parents), _least(table)), key, gap,
                          shared)
 
@@ -137,19 +138,30 @@ class Store:
         mapped to the new numbers); a record nothing reaches is emptied. Node leaves
         keep their numbering (a point is a configuration). Unrolling any live table
         gives the same result as before. ``_add`` runs this whenever the pointers have
-        doubled since the last time (and exceed ``COLLECT_MIN_BYTES``).
+        doubled since the last time (and exceed ``COLLECT_MIN_BYTES``). A record whose
+        pointers are shared (``_memo``) keeps all its points, and so do its parents:
+        renumbering would copy the shared arrays once per record.
         """
         n = len(self.records)
         need: list[Optional[np.ndarray]] = [None] * n
+        last_child = [-1] * n                   # the last record whose pointers read t
         for t in range(n - 1, -1, -1):          # children come after their parents
             rec = self.records[t]
             live = self.tables[t] is not None
             if rec.kind != "derived" or not (live or need[t] is not None):
                 continue
+            if rec.shared and not live:
+                need[t][:] = True               # shared pointers are never renumbered
             for p, b in zip(rec.parents, rec.bp):
                 if need[p] is None:
                     need[p] = np.zeros(self.npoints[p], dtype=bool)
-                need[p][b if live else b[need[t]]] = True
+                    last_child[p] = t
+                if rec.shared:
+                    need[p][:] = True           # ... so their parents keep their numbers
+                else:
+                    need[p][b if live else b[need[t]]] = True
+        # New numbers of the points of dead tables that lose points, kept only until
+        # their last child is renumbered (a paper-scale run has 10^8 such points).
         remap: dict[int, np.ndarray] = {}
         for t in range(n):
             rec = self.records[t]
@@ -161,10 +173,13 @@ class Store:
                 continue
             bp = [remap[p][b] if p in remap else b for p, b in zip(rec.parents, rec.bp)] \
                 if rec.kind == "derived" else list(rec.bp)
-            keep = need[t] if self.tables[t] is None else None
+            for p in rec.parents:
+                if last_child[p] == t:
+                    remap.pop(p, None)
+            keep, need[t] = (need[t] if self.tables[t] is None else None), None
             if keep is not None and not keep.all():
                 bp = [b[keep] for b in bp]
-                remap[t] = np.cumsum(keep, dtype=np.int64) - 1
+                remap[t] = _narrow(np.cumsum(keep, dtype=np.int64) - keep)
                 self.npoints[t] = int(keep.sum())
             rec.bp = tuple(_narrow(b) for b in bp)
         self.bytes = self.pointer_bytes()

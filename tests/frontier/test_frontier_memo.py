@@ -88,3 +88,27 @@ def test_memo_keeps_recent_results_within_its_bytes():
     assert m.get(b"b") is None
     assert m.get(b"a") is not None and m.get(b"c") is not None
     assert m.bytes == 2 * size and m.hits == 3
+
+
+def test_collect_keeps_shared_pointers_whole_and_uncopied():
+    """Two records sharing one pointer array (a result reused by ``_memo``): collecting
+    leaves both pointing at that array, and every live point unrolls as before."""
+    from frontier._store import Store
+    st = Store(num_nodes=2, num_edges=0)
+    leaf = lambda v: st.leaf_node(v, Table(np.arange(4.0), -np.arange(4.0),  # noqa: E731
+                                           np.arange(5)))
+    a, b = leaf(0), leaf(1)
+    pick = np.array([3, 1, 2], dtype=np.uint8)
+    three = Table(np.zeros(3), np.zeros(3), np.array([0, 3]))
+    first = st.derived(three, (a,), (pick,), b"k", shared=True)
+    again = st.derived(three, (b,), (pick,), b"k", shared=True)
+    top = st.derived(Table(np.zeros(1), np.zeros(1), np.array([0, 1])), (first, again),
+                     (np.array([2]), np.array([0])), b"top")
+    before = st.unroll(top, np.array([0]))
+    for t in (a, b, first, again):
+        st.drop(t)
+    st.collect()
+    assert st.records[first].bp[0] is pick and st.records[again].bp[0] is pick
+    assert st.npoints[first] == st.npoints[again] == 3
+    np.testing.assert_array_equal(st.unroll(top, np.array([0]))[0], before[0])
+    np.testing.assert_array_equal(before[0], [[2, 3]])
