@@ -14,7 +14,6 @@ from frontier.synthetic import model_graph
 
 
 def _track(g, monkeypatch, memo_bytes, **kw):
-    monkeypatch.setattr(memo, "MEMO_MIN_POINTS", 0)
     monkeypatch.setattr(memo, "MEMO_BYTES", memo_bytes)
     return track(g, **kw)
 
@@ -78,10 +77,10 @@ def _entry(n):
 
 def test_memo_keeps_recent_results_within_its_bytes():
     size = 20 * 8 + 20 * 8 + 2 * 8 + 20 * 4
-    m = Memo(max_bytes=2 * size, min_points=10)
-    m.put(b"small", _entry(5))                     # below min_points: not kept
-    assert m.get(b"small") is None
-    m.put(b"a", _entry(20))
+    m = Memo(max_bytes=2 * size)
+    assert not m.put(b"big", _entry(60))           # more than the budget: not kept
+    assert m.get(b"big") is None
+    assert m.put(b"a", _entry(20))
     m.put(b"b", _entry(20))
     assert m.get(b"a") is not None                 # a is now the most recent
     m.put(b"c", _entry(20))                        # evicts b, the least recent
