@@ -13,7 +13,8 @@ the seconds PaSE's DP took on this 2-core machine for its single minimum-time po
 (issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
 child process of its own (so its peak memory is its own), stopped after ``--timeout``
 seconds and printed as ``>T s`` (or as ``signal 9`` when the kernel's out-of-memory
-killer stopped it).
+killer stopped it). A search that raises (a device count the model cannot use, say) is
+printed as an ``error:`` row and the others still run; the exit status is then 1.
 
 PaSE returns one point; this search returns the whole memory/time frontier.
 """
@@ -103,9 +104,15 @@ def main(argv=None) -> int:
     print(f"{'model':<18}{'devices':>8}{'pricing s':>11}{'tracking s':>12}{'total s':>10}"
           f"{'cpu s':>8}{'peak GiB':>10}{'plans':>7}{'bound s':>11}{'fastest s':>11}"
           "  PaSE DP (one point)", flush=True)
+    failed = 0
     for model in filter(None, args.models.split(",")):
         for devices in counts:
-            r = run_in_child(model, devices, search, args.timeout)
+            try:
+                r = run_in_child(model, devices, search, args.timeout)
+            except RuntimeError as err:   # the search raised: say so, run the others
+                failed += 1
+                print(f"{model:<18}{devices:>8}  error: {err}", flush=True)
+                continue
             if "stopped" in r:
                 print(f"{model:<18}{devices:>8}  {r['stopped']:<78}  {_reference(model, devices)}",
                       flush=True)
@@ -114,7 +121,7 @@ def main(argv=None) -> int:
             print(f"{model:<18}{devices:>8}{r['pricing_s']:>11.1f}{r['tracking_s']:>12.1f}"
                   f"{r['total_s']:>10.1f}{r['cpu_s']:>8.1f}{r['peak_gib']:>10.2f}{r['plans']:>7}"
                   f"{bound:>11}{r['fastest_s']:>11.4f}  {_reference(model, devices)}", flush=True)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -59,3 +59,17 @@ def test_main_prints_a_stopped_row_and_goes_on(monkeypatch, capsys):
     assert [r.split()[:2] for r in rows] == [["inception_v3", "64"], ["resnet101", "64"]]
     assert all("signal 9" in r for r in rows)
     assert rows[0].rstrip().endswith("99 s") and rows[1].rstrip().endswith("> 300 s")
+
+
+def test_main_prints_an_error_row_runs_the_rest_and_fails(monkeypatch, capsys):
+    def _fails_on_12(model, devices, search):    # runs in the child
+        if devices == 12:
+            raise ValueError("12 devices do not divide the batch")
+        return {"model": model, "devices": devices, "pricing_s": 1.0, "tracking_s": 2.0,
+                "total_s": 3.0, "cpu_s": 3.0, "plans": 5, "bound_s": 0.0, "heuristic": 0,
+                "peak_gib": 0.5, "fastest_s": 0.25}
+    monkeypatch.setattr(pase, "run", _fails_on_12)
+    assert pase.main(["--models", "inception_v3", "--devices", "12,16"]) == 1
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert "error: inception_v3 on 12 devices: ValueError: 12 devices do not divide" in rows[0]
+    assert rows[1].split()[:2] == ["inception_v3", "16"] and rows[1].rstrip().endswith("12 s")
