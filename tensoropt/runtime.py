@@ -29,6 +29,7 @@ from tensoropt._tf import import_tensorflow
 from tensoropt.cluster import get_cluster, presets
 from tensoropt.execution.guards import StepWatch, horovod_settings
 from tensoropt.execution.hosts import job_hostnames, machine_shape
+from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.execution.quiet_bcast import quiet_bcast
 from tensoropt.search import strategy
@@ -88,8 +89,7 @@ def init() -> World:
     """
     if _runtime.world is not None:
         return _runtime.world
-    from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when asked for
-
+    MPI = import_mpi()   # a rank's waiting MPI calls yield its one core (execution.mpi_env)
     comm = MPI.COMM_WORLD
     hostnames = job_hostnames(comm.allgather(socket.gethostname()), os.environ)
     machine_shape(hostnames)   # a placement TensorOpt cannot plan for fails here, on every rank

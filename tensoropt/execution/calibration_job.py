@@ -48,6 +48,7 @@ from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.hosts import job_hostnames
+from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
 
@@ -86,7 +87,7 @@ class Calibrator:
 
     def __init__(self, comm: Any = None, process_sets: dict | None = None,
                  intra_threads: int | None = None) -> None:
-        from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when a job is calibrated
+        MPI = import_mpi()   # MPI starts only when a job is calibrated, as the runtime starts it
 
         self.comm = comm or MPI.COMM_WORLD
         self.MPI = MPI

@@ -51,9 +51,9 @@ def register_process_sets(hvd: Any, comm: Any = None) -> dict[tuple[int, ...], A
         :func:`process_set_groups`; the group of all ranks is ``hvd.global_process_set``.
     """
     if comm is None:
-        from mpi4py import MPI  # noqa: PLC0415 - MPI starts only when asked for
+        from tensoropt.execution.mpi_env import import_mpi  # noqa: PLC0415
 
-        comm = MPI.COMM_WORLD
+        comm = import_mpi().COMM_WORLD
     to_register, mapping = process_sets_for_init(hvd, comm.Get_size())
     hvd.init(comm=comm, process_sets=to_register)
     return mapping
