@@ -324,12 +324,10 @@ class Work:
             if nu_single is None:
                 return t, (ia, ib)
             return t, (ia, ib, np.repeat(np.arange(ku, dtype=IDX), t.counts()))
-        if nu_single is not None:
-            new = self.remembered("fold", parents, (kv, ku, budget), compute)
-        else:
-            mid = self.remembered("fold", parents, (kv, ku, budget), compute)
-            new = self.product(mid, nu, np.arange(ku))
-            self.st.drop(mid)
+        new = self.remembered("fold", parents, (kv, ku, budget), compute)
+        if nu_single is None:              # u's own frontier is multiplied in after
+            folded, new = new, self.product(new, nu, np.arange(ku))
+            self.st.drop(folded)
         self._remove_edge(wid)
         self._drop_all(nv, b_id, b0)
         self._remove_node(v)

@@ -125,8 +125,9 @@ class Store:
         thinning slow-down it made. ``shared``: ``bp`` are another record's arrays (a
         result taken from ``_memo``), already counted in ``bytes``."""
         assert len(parents) == len(bp)
-        return self._add(table, _Record("derived", -1, tuple(parents),
-                                        tuple(_narrow(b) for b in bp), shared),
+        # Shared pointers were narrowed when the record they come from was registered.
+        bp = tuple(bp) if shared else tuple(_narrow(b) for b in bp)
+        return self._add(table, _Record("derived", -1, tuple(parents), bp, shared),
                          max(sum(self.lower[p] for p in parents), _least(table)), key, gap,
                          shared)
 
