@@ -67,10 +67,11 @@ class Registry:
     """Templates per (key, version), built on demand, and which key owns each task name."""
 
     def __init__(self, keys: Sequence[Hashable], build: Callable[[Hashable, int], Fragment],
-                 resources: tuple[str, ...]) -> None:
+                 resources: tuple[str, ...], res_cycle_ps: np.ndarray) -> None:
         self.keys = list(keys)
         self.build = build
         self.resources = resources
+        self.res_cycle_ps = res_cycle_ps
         self._res_index = {r: i for i, r in enumerate(resources)}
         self.owner: dict[str, int] = {}
         self.kind_names: list[str] = []
@@ -131,6 +132,12 @@ class Registry:
             raise ValueError(f"the fragment of key {key!r} version {v} declares resources "
                              f"{unknown} that the simulator does not have; declared: "
                              f"{list(self.resources)}")
+        cycles = {r: c for r, c in zip(self.resources, self.res_cycle_ps.tolist()) if c}
+        if frag._cycle_ps != {r: c for r, c in cycles.items() if r in frag._resources}:
+            raise ValueError(f"the fragment of key {key!r} version {v} runs resources on "
+                             f"cycles {frag.cycles}, the simulator on "
+                             f"{ {r: c / 1e12 for r, c in cycles.items()} }; make fragments "
+                             "with new_fragment()")
         rmap = [self._res_index[r] for r in frag.resources]
         for name in frag._names:
             o = self.owner.setdefault(name, k)
@@ -352,7 +359,7 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
         why=tup(ob.why, bs, "buf_why"), rank=cat(ob.rank, "buf", "buf_rank"), alloc=alloc,
         free_ptr=fptr, free_idx=fidx)
     cg = CompiledGraph(
-        resources=reg.resources, names=names, kind_names=tuple(reg.kind_names),
+        resources=reg.resources, res_cycle_ps=reg.res_cycle_ps, names=names, kind_names=tuple(reg.kind_names),
         kind_id=cat(og.kind_id, "task", "kind_id"), rank=cat(og.rank, "task", "rank"),
         duration_ps=cat(og.duration_ps, "task", "duration_ps"), res_ptr=res_ptr,
         res_idx=cat(og.res_idx, "res", "res_idx"), edge_src=task_start[edges[:, 1]] + edges[:, 2],
@@ -379,7 +386,7 @@ def _csr_local(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray
 
 
 _EMPTY = CompiledGraph(
-    resources=(), names=(), kind_names=(), kind_id=np.zeros(0, _I), rank=np.zeros(0, _I),
+    resources=(), res_cycle_ps=np.zeros(0, _I), names=(), kind_names=(), kind_id=np.zeros(0, _I), rank=np.zeros(0, _I),
     duration_ps=np.zeros(0, _I), res_ptr=np.zeros(1, _I), res_idx=np.zeros(0, _I),
     edge_src=np.zeros(0, _I), edge_dst=np.zeros(0, _I), meta=(),
     buffers=BufferTable((), np.zeros(0, _I), (), np.zeros(0, _I), np.zeros(0, _I),

@@ -26,6 +26,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tensoropt.simulator.engine import cycle_start
+
 __all__ = ["sparse_loop", "dense_loop"]
 
 
@@ -63,6 +65,7 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
     run.end_of = end_of
     run.ends = lambda: _overlay(end_np, seg_e)
     info, dur, rp, ri, (sp, si) = run.info, g.duration_ps, g.res_ptr, g.res_idx, g.succ
+    gate, cyc = g.gate, g.res_cycle_ps
     pend: dict[int, int] = {}
     part: dict[int, int] = {}
     dirty, posold, kth = run.dirty_set, run.posold, run.kth
@@ -73,13 +76,16 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
         r, t = pop(heap)
         x = info.get(t)
         if x is None:
+            q = int(gate[t])
             x = info[t] = (int(dur[t]), ri[rp[t]:rp[t + 1]].tolist(),
-                           si[sp[t]:sp[t + 1]].tolist())
-        d, res, succ = x
+                           si[sp[t]:sp[t + 1]].tolist(), q, int(cyc[q]) if q >= 0 else 0)
+        d, res, succ, q, c = x
         s = r
-        for q in res:
-            if free[q] > s:
-                s = free[q]
+        for p in res:
+            if free[p] > s:
+                s = free[p]
+        if q >= 0:
+            s = cycle_start(s, free[q], c)
         e = s + d
         for q in res:
             free[q] = e
@@ -129,7 +135,7 @@ def sparse_loop(run: Any) -> Optional[tuple[int, int, int]]:
 def dense_loop(run: Any, steps: int, next_try: int, gap: int
                ) -> Optional[tuple[int, int, int]]:
     """Continues a sparse loop with Python lists."""
-    dur, rp, ri, sp, si, _ = run.g.loop_lists
+    dur, rp, ri, sp, si, _, gate, cyc = run.g.loop_lists
     heap, free = run.heap, run.free
     pending, partial = run.pending.tolist(), run.partial.tolist()
     st, en, rd = run.start.tolist(), run.end.tolist(), run.ready.tolist()
@@ -145,6 +151,9 @@ def dense_loop(run: Any, steps: int, next_try: int, gap: int
         for q in res:
             if free[q] > s:
                 s = free[q]
+        q = gate[t]
+        if q >= 0:
+            s = cycle_start(s, free[q], cyc[q])
         e = s + dur[t]
         for q in res:
             free[q] = e

@@ -46,12 +46,13 @@ tasks, until a dirty task intervenes:
   times, as ready times leave the queue in order), times at or before it do not matter,
   so, clamped at ``theta`` (``theta + delta`` in the new run): each resource's free time
   matches, and each done task with a not-done clean successor (other than the early and
-  late boundary tasks) ends at a matching time.
+  late boundary tasks) ends at a matching time. A cycled resource's free time matches
+  unclamped: its cycles come at fixed periods after it, however early it was.
 
 Why mirroring is then exact: the loop's next step depends only on the ready queue's
 least ``(ready, index)``, the free times of that task's resources and, for the tasks it
 releases, the ends of their predecessors -- all at or after ``theta``, where they are the
-base run's plus ``delta``. So each step is the base step plus ``delta``, and by induction
+base run's plus ``delta`` (and a cycled resource's free time, matched exactly). So each step is the base step plus ``delta``, and by induction
 so is every step until a dirty task or one set apart is involved (a stop). (An early
 boundary task's base twin is a dirty base step, so the base run takes none of its
 successors before the stop either.) Stopping early is always safe
@@ -168,6 +169,7 @@ class _Run:
         self.pending = ng.num_preds.copy()
         self.partial = np.zeros(n, dtype=_I)
         self.free = [0] * len(ng.resources)
+        self.cycled = np.flatnonzero(ng.res_cycle_ps > 0).tolist()
         self.heap: list = []               # (before the first span: every source, below)
         self.sources = np.flatnonzero(self.pending == 0)
         self.pieces: list[np.ndarray] = []
@@ -268,6 +270,9 @@ class _Run:
         delta = theta - theta_old
         for q in range(len(free)):
             if max(free[q], theta) != max(b.free_at(q, jp), theta_old) + delta:
+                return None
+        for q in self.cycled:             # a cycle's phase: set by the last end, however early
+            if free[q] != b.free_at(q, jp) + delta:
                 return None
         ends = self.ends()
         # Boundary pairs done in one run only. Clean successors of the *early* ones (done

@@ -53,7 +53,7 @@ the base) and on the simulation (event loop, or delta run), to report them apart
 from __future__ import annotations
 
 import time
-from typing import Callable, Hashable, Iterable, Optional, Sequence
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -84,6 +84,8 @@ class DeltaSimulator:
         keys: the keys, in the order their fragments are laid out.
         build: ``build(key, version) -> Fragment`` (make it with ``new_fragment()``).
         resources: every resource a fragment may use.
+        cycles: the resources that run on a cycle, and its period in seconds (see
+            ``graph``: a task holding one starts on its next cycle).
         window: how many recent states to keep as delta bases (>= 1).
         min_span: the fewest base steps worth copying at once; shorter spans are
             simulated instead (each copy has a fixed numpy cost).
@@ -93,7 +95,8 @@ class DeltaSimulator:
     """
 
     def __init__(self, keys: Sequence[Hashable], build: Callable[[Hashable, int], Fragment],
-                 resources: Iterable[str], *, window: int = 8, min_span: int = 64,
+                 resources: Iterable[str], *, cycles: Optional[Mapping[str, float]] = None,
+                 window: int = 8, min_span: int = 64,
                  dense_after: Optional[int] = None) -> None:
         keys = list(keys)
         if len(set(keys)) != len(keys):
@@ -106,8 +109,9 @@ class DeltaSimulator:
                                         not isinstance(dense_after, int) or dense_after < 0):
             raise ValueError(f"dense_after must be None or an int >= 0, got {dense_after!r}")
         self.dense_after = dense_after
-        res = tuple(dict.fromkeys(_check_resource_name(r) for r in resources))
-        self._reg = Registry(keys, build, res)
+        declared = TaskGraph(dict.fromkeys(_check_resource_name(r) for r in resources), cycles)
+        self._cycles = declared.cycles
+        self._reg = Registry(keys, build, declared.resources, declared._cycle_array())
         self.window, self.min_span = window, min_span
         self._states: list[_State] = []          # oldest first
         self.last_seconds: tuple[float, float] = (0.0, 0.0)
@@ -122,7 +126,7 @@ class DeltaSimulator:
 
     def new_fragment(self) -> Fragment:
         """An empty fragment with this simulator's resources."""
-        return Fragment(self._reg.resources)
+        return Fragment(self._reg.resources, self._cycles)
 
     def _versions(self, versions: Sequence[int]) -> np.ndarray:
         v = np.asarray(versions)
@@ -183,7 +187,7 @@ class DeltaSimulator:
         order, then all dependencies and buffers) -- independent of the layout code."""
         v = self._versions(versions)
         frags = [self._reg.build(k, int(x)) for k, x in zip(self._reg.keys, v)]
-        g = TaskGraph(self._reg.resources)
+        g = TaskGraph(self._reg.resources, self._cycles)
         for f in frags:
             for i, name in enumerate(f._names):
                 g.add_task(name, f._kinds[i], [f.resources[q] for q in f._res[i]],

@@ -18,7 +18,8 @@ one queue ordered by ``(ready time, task index)``: the earliest-ready task is ta
 first, and among tasks ready at the same instant the one added to the graph first wins
 (this is the deterministic tie-break; in a ``DeltaSimulator`` graph the index order is
 key order, then the order within a fragment). The task taken starts when it is ready and
-every resource it holds is free, and it holds them all until it ends. So each resource
+every resource it holds is free -- on a cycled resource, at the first cycle after that
+(``cycle_start``) -- and it holds them all until it ends. So each resource
 serves its tasks first-in first-out by ready time, with no back-filling: a task never
 overtakes an earlier-ready one on a shared resource, even if that one is still waiting
 for another resource. Ready times come out of the queue in non-decreasing order, which is
@@ -38,7 +39,7 @@ import numpy as np
 
 from tensoropt.simulator.graph import PS_PER_S, CompiledGraph, TaskGraph
 
-__all__ = ["Timeline", "SimStats", "simulate", "event_loop", "cycle_message"]
+__all__ = ["Timeline", "SimStats", "simulate", "event_loop", "cycle_message", "cycle_start"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,14 @@ class Timeline:
         return dict(zip(self.graph.names, zip(self.start_ps.tolist(), self.end_ps.tolist())))
 
 
+def cycle_start(s: int, anchor: int, cycle: int) -> int:
+    """When a task that could start at ``s`` starts on a resource whose cycles come every
+    ``cycle`` after ``anchor`` (the end of its last task, ``anchor <= s``): the first cycle
+    at or after ``s``, and at least one whole cycle after ``anchor``."""
+    k = -((anchor - s) // cycle)
+    return anchor + cycle * (k if k > 1 else 1)
+
+
 def event_loop(lists: tuple, heap: list, pending: list, partial: list, free: list,
                start: list, end: list, ready: list, order: list) -> None:
     """Runs the loop until the ready queue is empty, in place.
@@ -113,17 +122,21 @@ def event_loop(lists: tuple, heap: list, pending: list, partial: list, free: lis
         start, end, ready: per task, filled for each task taken (-1 before).
         order: the tasks taken are appended here.
     """
-    dur, rp, ri, sp, si, _ = lists
+    dur, rp, ri, sp, si, _, gate, cyc = lists
     pop, push = heapq.heappop, heapq.heappush
     while heap:
         # 1. Take the ready task with the least (ready time, index).
         r, t = pop(heap)
-        # 2. It starts when it is ready and each of its resources is free ...
+        # 2. It starts when it is ready and each of its resources is free (on a cycled
+        #    resource, at its next cycle) ...
         s = r
         res = ri[rp[t]:rp[t + 1]]
         for q in res:
             if free[q] > s:
                 s = free[q]
+        q = gate[t]
+        if q >= 0:
+            s = cycle_start(s, free[q], cyc[q])
         # 3. ... ends after its duration, and holds its resources until then.
         e = s + dur[t]
         for q in res:

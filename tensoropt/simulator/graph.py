@@ -18,6 +18,13 @@ What the pieces mean:
 - A **resource** is named ``<kind>:<id>`` (``compute:0``, ``chain:0``, ``nic:m0``,
   ``link:m0-m1``); the kind groups resources in traces. Resources are declared up front
   (constructor or ``add_resource``); a task naming an undeclared one is an error.
+- A resource may run on a **cycle** (``cycles={"chain:0": 1e-3}`` or
+  ``add_resource(name, cycle_s=...)``): a loop that looks for work once per period, as
+  horovod's background thread does. A task holding it starts on the first of its cycles
+  at or after the time it could otherwise start; the cycles come every ``cycle_s`` after
+  the end of the last task that held the resource (the first cycle one period after it:
+  a task queued behind another waits a whole period), and from time 0 before any task
+  held it. A task holds at most one cycled resource.
 - A **task** runs for ``duration_s`` and holds every resource it names for its whole run
   (a collective can hold the rank's chain slot and its machine's NIC at once). A task may
   hold no resource (a pure delay, or a zero-duration join point). ``kind`` is a free label
@@ -93,12 +100,19 @@ class TaskGraph:
 
     _allow_external = False
 
-    def __init__(self, resources: Iterable[str]) -> None:
+    def __init__(self, resources: Iterable[str],
+                 cycles: Optional[Mapping[str, float]] = None) -> None:
         self._resources: dict[str, int] = {}
+        self._cycle_ps: dict[str, int] = {}
         if isinstance(resources, str):
             resources = [resources]
         for r in resources:
             self.add_resource(r)
+        for r, cycle_s in (cycles or {}).items():
+            if r not in self._resources:
+                raise ValueError(f"cycles names resource {r!r}, which is not declared; "
+                                 f"declared: {sorted(self._resources)}")
+            self.add_resource(r, cycle_s)
         self._index: dict[str, int] = {}
         self._names: list[str] = []
         self._kinds: list[str] = []
@@ -117,9 +131,25 @@ class TaskGraph:
         """The declared resources, in declaration order."""
         return tuple(self._resources)
 
-    def add_resource(self, name: str) -> None:
-        """Declares resource ``name`` (``<kind>:<id>``); declaring it again does nothing."""
+    @property
+    def cycles(self) -> dict[str, float]:
+        """The cycled resources and their periods in seconds (see the module doc)."""
+        return {r: ps / PS_PER_S for r, ps in self._cycle_ps.items()}
+
+    def add_resource(self, name: str, cycle_s: float = 0.0) -> None:
+        """Declares resource ``name`` (``<kind>:<id>``), on a cycle of ``cycle_s`` seconds
+        when that is > 0; declaring it again only sets a cycle given now.
+
+        Raises:
+            ValueError: a bad name or cycle, or a cycle given to a resource a task holds.
+        """
         self._resources.setdefault(_check_resource_name(name), len(self._resources))
+        cycle_ps = seconds_to_ps(cycle_s, f"resource {name!r}: cycle_s")
+        if cycle_ps and self._cycle_ps.get(name) != cycle_ps:
+            if any(self._resources[name] in r for r in getattr(self, "_res", ())):
+                raise ValueError(f"resource {name!r} is already held by a task; give its "
+                                 "cycle before adding tasks")
+            self._cycle_ps[name] = cycle_ps
 
     def add_task(self, name: str, kind: str, resources: Union[str, Sequence[str]],
                  duration_s: float, *, rank: int = 0, **meta: Any) -> int:
@@ -155,6 +185,10 @@ class TaskGraph:
             res.append(self._resources[r])
         if len(set(res)) != len(res):
             raise ValueError(f"task {name!r} names a resource twice: {list(resources)}")
+        cycled = [r for r in resources if r in self._cycle_ps]
+        if len(cycled) > 1:
+            raise ValueError(f"task {name!r} holds two cycled resources {cycled}; a task "
+                             "may wait for one cycle only")
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
             raise ValueError(f"task {name!r}: rank must be an int >= 0, got {rank!r}")
         dur = seconds_to_ps(duration_s, f"task {name!r}: duration_s")
@@ -274,13 +308,18 @@ class TaskGraph:
             free_ptr=np.array(free_ptr, dtype=np.int64),
             free_idx=np.array(free_idx, dtype=np.int64))
         return CompiledGraph(
-            resources=self.resources, names=tuple(self._names), kind_names=kind_names,
+            resources=self.resources, res_cycle_ps=self._cycle_array(),
+            names=tuple(self._names), kind_names=kind_names,
             kind_id=np.array([kid[k] for k in self._kinds], dtype=np.int64),
             rank=np.array(self._ranks, dtype=np.int64),
             duration_ps=np.array(self._dur_ps, dtype=np.int64),
             res_ptr=np.cumsum([0] + [len(r) for r in self._res], dtype=np.int64),
             res_idx=np.array([q for r in self._res for q in r], dtype=np.int64),
             edge_src=src, edge_dst=dst, meta=tuple(self._meta), buffers=buffers)
+
+
+    def _cycle_array(self) -> np.ndarray:
+        return np.array([self._cycle_ps.get(r, 0) for r in self._resources], dtype=np.int64)
 
 
 class Fragment(TaskGraph):
@@ -313,10 +352,12 @@ class CompiledGraph:
     """A task graph as arrays, tasks numbered ``0..n-1`` (the tie-break order).
 
     Task ``i`` holds resources ``res_idx[res_ptr[i]:res_ptr[i+1]]`` (indices into
-    ``resources``); edge ``e`` says ``edge_dst[e]`` waits for ``edge_src[e]``.
+    ``resources``); edge ``e`` says ``edge_dst[e]`` waits for ``edge_src[e]``. Resource
+    ``q`` runs on a cycle of ``res_cycle_ps[q]`` picoseconds (0: none).
     """
 
     resources: tuple[str, ...]
+    res_cycle_ps: np.ndarray
     names: tuple[str, ...]
     kind_names: tuple[str, ...]
     kind_id: np.ndarray
@@ -373,12 +414,22 @@ class CompiledGraph:
         return np.repeat(np.arange(self.num_tasks), np.diff(self.res_ptr))
 
     @cached_property
-    def loop_lists(self) -> tuple[list, list, list, list, list, list]:
-        """``(duration, res_ptr, res_idx, succ_ptr, succ_idx, num_preds)`` as Python lists,
-        the fastest form for the event loop to index."""
+    def gate(self) -> np.ndarray:
+        """Per task, the cycled resource it holds (-1: none)."""
+        out = np.full(self.num_tasks, -1, dtype=np.int64)
+        cycled = self.res_cycle_ps[self.res_idx] > 0
+        out[self.res_holder[cycled]] = self.res_idx[cycled]
+        return out
+
+    @cached_property
+    def loop_lists(self) -> tuple[list, ...]:
+        """``(duration, res_ptr, res_idx, succ_ptr, succ_idx, num_preds, gate, cycle)`` as
+        Python lists, the fastest form for the event loop to index (``gate`` per task,
+        ``cycle`` per resource)."""
         sp, si = self.succ
         return (self.duration_ps.tolist(), self.res_ptr.tolist(), self.res_idx.tolist(),
-                sp.tolist(), si.tolist(), self.num_preds.tolist())
+                sp.tolist(), si.tolist(), self.num_preds.tolist(), self.gate.tolist(),
+                self.res_cycle_ps.tolist())
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

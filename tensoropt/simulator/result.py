@@ -11,7 +11,10 @@ Usage::
 
 Definitions, per rank (a task belongs to the rank given to ``add_task``):
 
-- ``busy_s_by_kind``: the sum of the durations of the rank's tasks, per task kind.
+- ``busy_s_by_kind``: the sum of the durations of the rank's tasks, per task kind. A
+  task on a cycled resource (a collective waiting for horovod's cycle) counts from the
+  time it was ready: it has been issued, and waits inside for its cycle, as the time
+  inside a horovod op is measured.
 - ``compute_s`` / ``network_s``: that sum over the kinds named compute / network.
 - ``exposed_network_s``: how long the rank is in a network task while none of its
   compute tasks runs: |union of network intervals  U  union of compute intervals| minus
@@ -22,7 +25,9 @@ Definitions, per rank (a task belongs to the rank given to ``add_task``):
 ``peak_memory_bytes`` are the largest over ranks. The critical path runs back from the
 task that ends last: each step names what its start waited for -- ``"dependency"`` (the
 previous step, a predecessor that ended at that instant), a resource name (the previous
-step held it until then), or ``"start"`` (time 0).
+step held it until then), ``"<resource> cycle"`` (it waited for the resource's cycle
+after the previous step: the later of its binding predecessor and the resource's last
+task), or ``"start"`` (time 0).
 """
 
 from __future__ import annotations
@@ -119,7 +124,8 @@ def summarize(t: Timeline, *, compute_kinds: Sequence[str] = ("compute",),
     kind_ids = {k: i for i, k in enumerate(g.kind_names)}
     comp = np.isin(g.kind_id, [kind_ids[k] for k in compute_kinds if k in kind_ids])
     net = np.isin(g.kind_id, [kind_ids[k] for k in network_kinds if k in kind_ids])
-    dur = t.end_ps - t.start_ps
+    begin = np.where(g.gate >= 0, t.ready_ps, t.start_ps)
+    dur = t.end_ps - begin
     ranks = []
     for mem in memory_timelines(t):
         mine = g.rank == mem.rank
@@ -128,8 +134,8 @@ def summarize(t: Timeline, *, compute_kinds: Sequence[str] = ("compute",),
                    for k in np.unique(g.kind_id[mine]).tolist()}
         c, n = mine & comp, mine & net
         cn = c | n
-        exposed = union_length_ps(t.start_ps[cn], t.end_ps[cn]) - \
-            union_length_ps(t.start_ps[c], t.end_ps[c])
+        exposed = union_length_ps(begin[cn], t.end_ps[cn]) - \
+            union_length_ps(begin[c], t.end_ps[c])
         ranks.append(RankSummary(mem.rank, by_kind, int(dur[c].sum()) / PS_PER_S,
                                  int(dur[n].sum()) / PS_PER_S, exposed / PS_PER_S, mem))
     return SimResult(t, t.makespan_s, tuple(ranks), critical_path(t))
@@ -152,6 +158,7 @@ def critical_path(t: Timeline) -> tuple[CriticalStep, ...]:
     pptr, pidx = (a.tolist() for a in g.pred)
     start, end, ready = t.start_ps.tolist(), t.end_ps.tolist(), t.ready_ps.tolist()
     rptr, ridx, prev = g.res_ptr.tolist(), g.res_idx.tolist(), prev.tolist()
+    gate = g.gate.tolist()
     cur = int(np.flatnonzero(t.end_ps == t.end_ps.max())[0])
     steps = []
     while True:
@@ -168,10 +175,20 @@ def critical_path(t: Timeline) -> tuple[CriticalStep, ...]:
                     if p >= 0 and end[p] == s:
                         nxt, why = p, g.resources[ridx[pair]]
                         break
+            if nxt < 0 and gate[cur] >= 0:      # it waited for the cycle after ...
+                pair = rptr[cur] + ridx[rptr[cur]:rptr[cur + 1]].index(gate[cur])
+                holder = prev[pair]
+                binding = [p for p in pidx[pptr[cur]:pptr[cur + 1]] if end[p] == ready[cur]]
+                if binding and (holder < 0 or end[holder] <= ready[cur]):
+                    nxt = min(binding)          # ... its data, or
+                elif holder >= 0:
+                    nxt = holder                # ... the resource's last task
+                why = f"{g.resources[gate[cur]]} cycle"
         steps.append(CriticalStep(g.names[cur], g.kind(cur), s / PS_PER_S, end[cur] / PS_PER_S,
                                   why))
         if nxt < 0:
             break
         cur = nxt
-    assert steps[-1].start_s == 0, "the critical path must reach time 0"
+    assert steps[-1].start_s == 0 or steps[-1].bound_by.endswith(" cycle"), \
+        "the critical path must reach time 0 (or a first cycle)"
     return tuple(reversed(steps))

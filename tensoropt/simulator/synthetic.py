@@ -25,8 +25,8 @@ collectives hold transient buffers, parameters are resident.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -45,28 +45,31 @@ class Spec:
     num_versions: tuple[int, ...]
     build: Callable[[Hashable, int], Fragment]
     resources: tuple[str, ...]
+    cycles: Mapping[str, float] = field(default_factory=dict)
 
     def random_versions(self, rng: np.random.Generator) -> np.ndarray:
         return np.array([rng.integers(n) for n in self.num_versions], dtype=np.int64)
 
 
 def random_fragments(seed: int, n_keys: int = 6, n_versions: int = 3, n_resources: int = 3,
-                     max_tasks: int = 5, max_delay_us: int = 3) -> Spec:
+                     max_tasks: int = 5, max_delay_us: int = 3, cycle_us: int = 0) -> Spec:
     """Random fragments with many ties (durations of 0-3 us), tasks on 0-2 resources,
     dependencies across keys through anchors ``k{j}/in`` and ``k{j}/out`` (present in
     every version), two ranks, and buffers freed inside and across keys. Acyclic: every
     dependency goes up a level order that differs from key order. Tasks on no resource
     (delays) last 0 to ``max_delay_us`` us, so that they can still run long after the
-    tasks around them."""
+    tasks around them. With ``cycle_us``, the second resource (``chain:1``) runs on a
+    cycle of that many us."""
     resources = tuple(f"{kind}:{i}" for i, kind in zip(range(n_resources),
                                                         ["compute", "chain", "nic", "link"]))
+    cycles = {resources[1]: cycle_us * US} if cycle_us and n_resources > 1 else {}
     band = np.random.default_rng([seed, 10**6]).permutation(n_keys)
     keys = tuple(f"k{j}" for j in range(n_keys))
 
     def build(key: Hashable, version: int) -> Fragment:
         j = keys.index(key)
         rng = np.random.default_rng([seed, j, version])
-        f = Fragment(resources)
+        f = Fragment(resources, cycles)
         n = int(rng.integers(0, max_tasks + 1))
         names = [f"k{j}/in"] + [f"k{j}/v{version}t{i}" for i in range(n)] + [f"k{j}/out"]
         level = {nm: band[j] * 100 + i for i, nm in enumerate(names)}
@@ -103,14 +106,16 @@ def random_fragments(seed: int, n_keys: int = 6, n_versions: int = 3, n_resource
                          rank=int(rng.integers(0, 2)))
         return f
 
-    return Spec(keys, (n_versions,) * n_keys, build, resources)
+    return Spec(keys, (n_versions,) * n_keys, build, resources, cycles)
 
 
 def training_step(n_ops: int, seed: int = 0, n_versions: int = 4,
-                  edge_alternatives: int = 2) -> Spec:
+                  edge_alternatives: int = 2, cycle_us: float = 0.0) -> Spec:
     """A training step on one representative rank (see module doc); about 16 tasks per
-    op, so ``n_ops=1250`` gives about 20,000 tasks."""
+    op, so ``n_ops=1250`` gives about 20,000 tasks. With ``cycle_us``, the collectives
+    wait for a cycle of that many us on ``chain:0`` (horovod's)."""
     resources = ("compute:0", "chain:0", "nic:m0")
+    cycles = {"chain:0": cycle_us * US} if cycle_us else {}
     keys: list[str] = []
     for i in range(n_ops):
         if i:
@@ -136,7 +141,7 @@ def training_step(n_ops: int, seed: int = 0, n_versions: int = 4,
         return after
 
     def build_op(i: int, v: int, rng: np.random.Generator) -> Fragment:
-        f = Fragment(resources)
+        f = Fragment(resources, cycles)
         p, last = f"op{i}", i == n_ops - 1
         meta = dict(op=p, configuration=v)
         scale = rng.uniform(.3, 1.5)
@@ -175,7 +180,7 @@ def training_step(n_ops: int, seed: int = 0, n_versions: int = 4,
         return f
 
     def build_edge(i: int, a: int, rng: np.random.Generator) -> Fragment:
-        f = Fragment(resources)
+        f = Fragment(resources, cycles)
         e, src, dst = f"edge{i}", f"op{i - 1}", f"op{i}"
         meta = dict(edge=e, alternative=a)
         for anchor in ("out", "chain_f", "grad_out", "chain_b"):
@@ -204,4 +209,4 @@ def training_step(n_ops: int, seed: int = 0, n_versions: int = 4,
         return build_edge(int(key[4:]), version, rng)
 
     nv = tuple(n_versions if k.startswith("op") else edge_alternatives for k in keys)
-    return Spec(tuple(keys), nv, build, resources)
+    return Spec(tuple(keys), nv, build, resources, cycles)

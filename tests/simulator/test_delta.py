@@ -29,7 +29,7 @@ def _assert_same(t, ref):
 def _walk(spec, seed, steps, **kw):
     """Yields (simulator, versions, delta timeline) along a random walk that changes 1-3
     keys per step and sometimes returns to an earlier vector."""
-    sim = DeltaSimulator(spec.keys, spec.build, spec.resources, **kw)
+    sim = DeltaSimulator(spec.keys, spec.build, spec.resources, cycles=spec.cycles, **kw)
     rng = np.random.default_rng(seed)
     v = spec.random_versions(rng)
     history = [v.copy()]
@@ -54,7 +54,8 @@ def test_delta_equals_full_on_random_fragments(mode):
     realigned = mirrored = deltas = 0
     for seed in range(40):
         spec = random_fragments(seed, n_keys=3 + seed % 9, max_tasks=2 + seed % 7,
-                                max_delay_us=(3, 12, 40)[seed % 3])
+                                max_delay_us=(3, 12, 40)[seed % 3],
+                                cycle_us=(0, 2, 5)[seed // 3 % 3])
         for sim, v, t in _walk(spec, seed, 12, window=3, **MODES[mode]):
             _assert_same(t, simulate(sim.task_graph(v)))
             deltas += t.stats.mode == "delta"
@@ -66,10 +67,11 @@ def test_delta_equals_full_on_random_fragments(mode):
         assert realigned > 50
 
 
-def test_delta_equals_full_on_a_training_step_and_reuses_most_of_it():
-    spec = training_step(40, seed=3)
+@pytest.mark.parametrize("cycle_us", [0, 150])
+def test_delta_equals_full_on_a_training_step_and_reuses_most_of_it(cycle_us):
+    spec = training_step(40, seed=3, cycle_us=cycle_us)
     ops = [k for k, key in enumerate(spec.keys) if key.startswith("op")]
-    sim = DeltaSimulator(spec.keys, spec.build, spec.resources, min_span=16)
+    sim = DeltaSimulator(spec.keys, spec.build, spec.resources, cycles=spec.cycles, min_span=16)
     rng = np.random.default_rng(0)
     v = spec.random_versions(rng)
     sim.simulate(v)

@@ -198,3 +198,52 @@ def test_matches_a_naive_reference_on_random_graphs(seed):
     assert t.makespan_ps == max(end)
     # Ready times leave the queue in order (what delta simulation relies on).
     assert np.all(np.diff(t.ready_ps[t.order]) >= 0)
+
+
+# -- cycled resources (horovod's background loop) -------------------------------------------
+def _cycled(cycle_us=10):
+    return TaskGraph(["compute:0", "chain:0"], cycles={"chain:0": cycle_us * US})
+
+
+def test_a_task_on_a_cycled_resource_starts_on_the_next_cycle_after_the_last_end():
+    g = _cycled()
+    g.add_task("c0", "collective", ["chain:0"], 2 * US)      # ready at 0: the first cycle, 10
+    g.add_task("c1", "collective", ["chain:0"], 3 * US)      # back to back: 12 + 10
+    g.add_task("x", "compute", ["compute:0"], 15 * US)
+    g.add_task("c2", "collective", ["chain:0"], 1 * US)      # ready at 25 + 15 = 40
+    g.add_dependency("c0", "c1")
+    g.add_dependency("c1", "x")
+    g.add_dependency("x", "c2")
+    t = simulate(g)
+    assert _times(t, "c0") == (10 * 10**6, 12 * 10**6)
+    assert _times(t, "c1") == (22 * 10**6, 25 * 10**6)
+    assert _times(t, "x") == (25 * 10**6, 40 * 10**6)
+    # cycles after c1's end at 25: 35, 45, ...; ready at 40, it starts at 45
+    assert _times(t, "c2") == (45 * 10**6, 46 * 10**6)
+
+
+def test_a_task_ready_on_a_cycle_does_not_wait_and_other_resources_have_no_cycle():
+    g = _cycled()
+    g.add_task("c0", "collective", ["chain:0"], 2 * US)
+    g.add_task("x", "compute", ["compute:0"], 20 * US)       # 12 .. 32 = c0's end + 2 cycles
+    g.add_task("c1", "collective", ["chain:0"], 1 * US)
+    g.add_task("y", "compute", ["compute:0"], 1 * US)         # after c1, no cycle: at once
+    g.add_dependency("c0", "x")
+    g.add_dependency("x", "c1")
+    g.add_dependency("c1", "y")
+    t = simulate(g)
+    assert _times(t, "c1") == (32 * 10**6, 33 * 10**6)
+    assert _times(t, "y") == (33 * 10**6, 34 * 10**6)
+
+
+def test_cycles_are_validated():
+    with pytest.raises(ValueError, match="not declared"):
+        TaskGraph(["chain:0"], cycles={"chain:1": 1e-3})
+    with pytest.raises(ValueError, match="cycle_s"):
+        TaskGraph(["chain:0"], cycles={"chain:0": -1.0})
+    g = TaskGraph(["chain:0", "chain:1"], cycles={"chain:0": 1e-3, "chain:1": 1e-3})
+    with pytest.raises(ValueError, match="two cycled resources"):
+        g.add_task("c", "collective", ["chain:0", "chain:1"], 1e-3)
+    g.add_task("c", "collective", ["chain:0"], 1e-3)
+    with pytest.raises(ValueError, match="already held by a task"):
+        g.add_resource("chain:0", 2e-3)

@@ -78,3 +78,20 @@ def test_union_length_matches_a_brute_force():
         for a, b in zip(s, e):
             covered[a:b] = True
         assert union_length_ps(s, e) == covered.sum()
+
+
+def test_a_collective_waiting_for_its_cycle_is_busy_from_ready_and_on_the_critical_path():
+    us = 1e-6
+    g = TaskGraph(["compute:0", "chain:0"], cycles={"chain:0": 10 * us})
+    g.add_task("x", "compute", ["compute:0"], 4 * us)
+    g.add_task("c", "collective", ["chain:0"], 3 * us)        # ready at 4, starts at 10
+    g.add_task("y", "compute", ["compute:0"], 1 * us)
+    g.add_dependency("x", "c")
+    g.add_dependency("c", "y")
+    r = summarize(simulate(g))
+    assert r.makespan_s == pytest.approx(14 * us)
+    assert r.network_s == pytest.approx(9 * us)               # 4 .. 13: waiting inside
+    assert r.compute_s == pytest.approx(5 * us)
+    assert r.exposed_network_s == pytest.approx(9 * us)
+    path = [(s.name, s.bound_by) for s in r.critical_path]
+    assert path == [("x", "start"), ("c", "chain:0 cycle"), ("y", "dependency")]
