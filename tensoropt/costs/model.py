@@ -192,9 +192,15 @@ class CostModel:
             op_overhead_s: launch overhead added to an op's forward, and again to its
                 backward when one runs (sources excluded); from a calibration profile's
                 ``overheads.op_s``.
-            collective_overhead_s: a collective's cost in a chain (``WithCycle``); from a
-                calibration profile's ``overheads.collective_s``. 0: the provider's times
-                as they are.
+            collective_overhead_s: horovod's cycle, what a collective costs in a chain
+                beyond its transfer (``WithCycle``); from a calibration profile's
+                ``overheads.collective_s``. 0: the provider's times as they are.
+
+        Collectives are priced two ways: ``collectives`` and ``step_cost`` (an op's own
+        collectives, and re-scheduling steps) give what one costs in a chain, the cycle
+        included, as the additive estimate adds them up; ``transfers`` and
+        ``step_transfer`` give the transfer alone (what its time exceeds a tiny one's),
+        for the simulator, which waits for horovod's cycles itself.
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
@@ -205,11 +211,13 @@ class CostModel:
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
-        self.collectives = Remembered(WithCycle(collectives, self.collective_overhead_s)
-                                      if collective_overhead_s else collectives)
+        cycle = self.collective_overhead_s
+        in_chain = WithCycle(collectives, cycle) if cycle else collectives
+        moved = WithCycle(collectives, 0.0) if cycle else collectives
+        self.collectives, self.step_cost = Remembered(in_chain), StepCostFn(in_chain)
+        self.transfers, self.step_transfer = Remembered(moved), StepCostFn(moved)
         self.peak_flops = float(peak_flops)
         self.compute = compute if compute is not None else AnalyticalCompute(self.peak_flops)
-        self.step_cost = StepCostFn(collectives)
         self.grad = requires_grad(graph)
         self.slots = max((s.optimizer.slots_per_variable for s in graph.train_steps), default=0)
         self.optimizers = {v: s.optimizer for s in graph.train_steps for v in s.var_list}

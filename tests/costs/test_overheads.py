@@ -54,6 +54,23 @@ def test_every_op_that_computes_pays_its_launch_forward_and_backward():
     assert model.op_cost(mm, over_k).sync_s == pytest.approx(1e-4 + (8 * 16 * 4 - 8) / BW)
 
 
+def test_a_re_scheduling_step_is_priced_in_a_chain_too_and_transfers_leave_the_cycle_out():
+    from reschedule import Layout, plan_conversion
+    graph = _graph()
+    model = CostModel(graph, 2, Linear(), PEAK, collective_overhead_s=1e-4)
+    plain = CostModel(graph, 2, Linear(), PEAK)
+    rows, full = Layout((2,), (0, -1)), Layout((2,), (-1, -1))
+    gather = plan_conversion(rows, full, (8, 16), 4, model.step_cost).steps
+    assert [s.kind for s in gather] == ["allgather"]
+    nbytes = 8 * 16 * 4          # the gathered [8, 16] float32; a tiny one: 4 bytes per rank
+    assert model.step_cost(gather[0], (8, 16), 4) == pytest.approx(1e-4 + (nbytes - 8) / BW)
+    assert model.step_transfer(gather[0], (8, 16), 4) == pytest.approx((nbytes - 8) / BW)
+    assert model.transfers.time_s("allreduce", 4096, 2, 1) == pytest.approx((4096 - 8) / BW)
+    # without a calibrated cycle, both are the provider's standalone times
+    assert plain.step_cost(gather[0], (8, 16), 4) == plain.step_transfer(gather[0], (8, 16), 4) \
+        == pytest.approx(ALPHA + nbytes / BW)
+
+
 def _profile(overheads):
     extra = {} if overheads is None else {"overheads": overheads}
     return CalibrationProfile(world_size=2, hostnames=["h", "h"], machines=1, devices_per_machine=2,
