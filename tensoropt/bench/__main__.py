@@ -14,6 +14,7 @@
     python -m tensoropt.bench mutants [--only NAME ...] [--list]   # one-line library mutations vs the tests
     python -m tensoropt.bench timings [--skip-recording] [--skip-profiler]   # recording and profiler timings
     python -m tensoropt.bench calibration [--ranks 4] [--repeats 30]   # profiled collectives at unmeasured sizes
+    mpirun -np 2 python -m tensoropt.bench horovod_cycle [--links 32] [--sizes 100,400]   # the simulator's cycle vs a chain
 """
 
 import sys
@@ -25,7 +26,7 @@ BENCHES = {"horovod": "tensoropt.bench.horovod", "frontiers": "tensoropt.bench.f
            "simulator": "tensoropt.simulator.bench", "pase": "tensoropt.bench.pase",
            "mutants": "tensoropt.bench.mutants", "timings": "tensoropt.bench.timings",
            "compare": "tensoropt.search.baselines.bench",
-           "calibration": "tensoropt.bench.calibration"}
+           "calibration": "tensoropt.bench.calibration", "horovod_cycle": "tensoropt.bench.horovod_cycle"}
 
 
 def main(argv: list[str]) -> int:

@@ -100,8 +100,10 @@ class WithCycle:
 
     def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
         base = self.collectives.time_s(collective, nbytes, group_size, stride)
-        if nbytes <= 0 or group_size <= 1 or base <= 0:
-            return base
+        if group_size <= 1:
+            return base                   # no collective is issued for a group of one
+        if nbytes <= 0:
+            return self.cycle_s           # one that moves nothing still takes its cycle
         tiny = self.collectives.time_s(collective, 4 * group_size, group_size, stride)
         return self.cycle_s + max(0.0, base - tiny)
 
@@ -158,9 +160,9 @@ class StepCostFn:
     def alltoallv_seconds(self, max_recv_bytes: int, num_ranks: int) -> float:
         """An alltoallv over ``num_ranks`` ranks whose busiest rank receives
         ``max_recv_bytes``, priced as an all-to-all over every rank moving that volume
-        (``reschedule``'s vectorized pricing calls this once per distinct volume)."""
-        if max_recv_bytes == 0:
-            return 0.0
+        (``reschedule``'s vectorized pricing calls this once per distinct volume). One
+        that moves nothing is still issued: the provider prices 0 bytes (horovod's cycle
+        under ``WithCycle``)."""
         g = num_ranks
         return self.remembered.time_s("alltoall", max_recv_bytes * g / max(g - 1, 1), g, 1)
 

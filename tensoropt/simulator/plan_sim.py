@@ -84,7 +84,8 @@ class PlanSimulator:
         self._pos = {key: p for p, key in enumerate(keys)}
         self._states: list[list] = [[] for _ in keys]
         self._ids: list[dict] = [{} for _ in keys]
-        self.delta = DeltaSimulator(keys, self._build, self.ctx.resources, window=window)
+        self.delta = DeltaSimulator(keys, self._build, self.ctx.resources,
+                                    cycles=self.ctx.cycles, window=window)
 
     # -- fragments ---------------------------------------------------------------------------
     def _build(self, key, version: int) -> Fragment:

@@ -98,9 +98,8 @@ from tensoropt.simulator.plan_options import SimOptions
 from tensoropt.simulator.step_buffers import StepBuffers, conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
-__all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "SOURCE_KINDS"]
+__all__ = ["PlanContext", "EdgeChoice", "RebuildChoice"]
 
-SOURCE_KINDS = frozenset({"variable", "placeholder", "fill"})
 
 
 @dataclass(frozen=True)
@@ -143,6 +142,11 @@ class PlanContext(RebuildTasks):
         self.ranks = [0] if options.ranks == "representative" else list(range(n))
         self.resources = [f"{kind}:{r}" for r in self.ranks
                           for kind in ("compute", "chain", "link", "nic")]
+        # horovod's cycle: on each rank's chain (its background loop), when the model has one
+        self.cycle_s = model.collective_overhead_s if options.horovod_cycle else 0.0
+        self.cycles = {f"chain:{r}": self.cycle_s for r in self.ranks} if self.cycle_s else {}
+        self.collective_s = model.transfers if self.cycle_s else model.collectives
+        self.step_s = model.step_transfer if self.cycle_s else model.step_cost
         self._split: dict = {}
 
     # -- names and helpers -----------------------------------------------------------------
@@ -169,11 +173,9 @@ class PlanContext(RebuildTasks):
 
     def _compute(self, f: Fragment, name: str, k: int, r: int, ps: int, step: str,
                  config: Config) -> str:
-        op = self.ops[k]
-        over = 0 if op.kind in SOURCE_KINDS else seconds_to_ps(self.options.op_overhead_s)
         task = name + self.sfx(r)
-        f.add_task(task, "compute", [f"compute:{r}"], (ps + over) / PS_PER_S, rank=r,
-                   op=op.name, config=str(config), step=step, additive_s=ps / PS_PER_S)
+        f.add_task(task, "compute", [f"compute:{r}"], ps / PS_PER_S, rank=r,
+                   op=self.ops[k].name, config=str(config), step=step)
         return task
 
     def _join(self, f: Fragment, name: str, r: int, after=()) -> str:
@@ -187,16 +189,13 @@ class PlanContext(RebuildTasks):
                      data_from: list[str], op_name: str, step: str) -> tuple[list[str], str]:
         """Adds ``calls`` in order; returns their task names and the chain's last name."""
         names, prev = [], chain_from
-        over = seconds_to_ps(self.options.collective_overhead_s)
         for call, sec in zip(calls, seconds):
             group = call.group(r)
             spans = len({g // self.dpm for g in group}) > 1
             task = call.name + self.sfx(r)
-            ps = self._ps(sec)
             f.add_task(task, "collective", [f"chain:{r}", f"{'nic' if spans else 'link'}:{r}"],
-                       (ps + over) / PS_PER_S, rank=r, op=op_name, step=step,
-                       collective=call.kind, bytes=call.nbytes, group=list(group),
-                       additive_s=ps / PS_PER_S)
+                       self._ps(sec) / PS_PER_S, rank=r, op=op_name, step=step,
+                       collective=call.kind, bytes=call.nbytes, group=list(group))
             preds = list(data_from) + ([prev] if self.options.chained else [])
             if self.options.ranks == "all" and len(group) > 1:
                 sync = f"{call.name}/sync#g{group[0]}"
@@ -214,12 +213,13 @@ class PlanContext(RebuildTasks):
 
     def _step_seconds(self, steps, tensor) -> list[float]:
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
-        return [self.model.step_cost(s, shape, itemsize) for s in steps or () if s.kind != "slice"]
+        return [self.step_s(s, shape, itemsize) for s in steps or () if s.kind != "slice"]
 
     def _own_seconds(self, config: Config, items) -> list[float]:
-        """Each own collective's seconds, priced as ``CostModel.op_cost`` prices it."""
-        return [self.model.collectives.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
-                                              math.prod(config.mesh[c.mesh_axis + 1:]))
+        """Each own collective's seconds, priced as ``CostModel.op_cost`` prices it (its
+        transfer alone when the simulator waits for horovod's cycle)."""
+        return [self.collective_s.time_s(c.kind, c.nbytes, config.mesh[c.mesh_axis],
+                                         math.prod(config.mesh[c.mesh_axis + 1:]))
                 for c in items]
 
     def _conversion_buffers(self, f: Fragment, names: list[str], steps, tensor, last_name: str,

@@ -26,6 +26,7 @@ def test_a_chained_collective_costs_the_cycle_plus_what_its_size_adds():
     assert c.time_s("allreduce", 4096, 2, 1) == pytest.approx(1e-4 + (4096 - 8) / BW)
     assert c.time_s("allgather", 1 << 20, 4, 1) == pytest.approx(1e-4 + ((1 << 20) - 16) / BW)
     assert c.time_s("allreduce", 4096, 1, 1) == Linear().time_s("allreduce", 4096, 1, 1)   # no group
+    assert c.time_s("alltoall", 0, 2, 1) == 1e-4              # issued, moving nothing: its cycle
 
 
 def _graph():

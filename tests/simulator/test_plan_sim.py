@@ -145,15 +145,16 @@ def test_a_parameter_gradient_lives_from_its_consumer_backward_until_its_first_r
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------
-def _sampled_timelines(name: str, count: int):
+def _sampled_timelines(name: str, count: int, cycle_s: float = 0.0, options=None):
     """``(graph, plan, timeline)`` of ``count`` plans sampled (seed 5) from the tiny
-    ``name`` model on 4 devices, 2 per machine, analytically priced."""
+    ``name`` model on 4 devices, 2 per machine, analytically priced (with horovod's
+    cycle ``cycle_s``)."""
     models.build(name, size="tiny")
     graph = to.get_default_graph()
     cl = cluster(4, per_machine=2)
-    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops)
+    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops, collective_overhead_s=cycle_s)
     space = sampling_space(graph, model)
-    sim = PlanSimulator(graph, model, cl)
+    sim = PlanSimulator(graph, model, cl, options)
     rng = np.random.default_rng(5)
     for _ in range(count):
         plan = sample_plan(space, rng)
@@ -161,8 +162,10 @@ def _sampled_timelines(name: str, count: int):
 
 
 @pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "paper_rnn"])
-def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
-    for graph, plan, t in _sampled_timelines(name, 6):
+@pytest.mark.parametrize("cycle_s", [0.0, 2e-4])
+def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name, cycle_s):
+    # without waiting for cycles, each collective lasts what the estimate charges for it
+    for graph, plan, t in _sampled_timelines(name, 6, cycle_s, SimOptions(horovod_cycle=False)):
         r = summarize(t)
         calls = collective_schedule(graph, plan)
         assert _collective_order(t) == [c.name for c in calls]
@@ -172,6 +175,25 @@ def test_durations_add_up_to_the_estimate_and_time_is_between_its_bounds(name):
         assert _times(t, ["collective"]) / PS == pytest.approx(plan.network_s, abs=rounding)
         assert max(r.compute_s, r.network_s) <= r.makespan_s * (1 + 1e-12)
         assert r.makespan_s <= (r.compute_s + r.network_s) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer", "paper_rnn"])
+def test_each_collective_waits_for_the_first_cycle_after_its_rank_s_last_collective(name):
+    cycle = 2e-4
+    c_ps = round(cycle * PS)
+    for graph, plan, t in _sampled_timelines(name, 4, cycle):
+        g = t.graph
+        calls = collective_schedule(graph, plan)
+        order = [g.index[n] for n in _collective_order(t)]
+        assert len(order) == len(calls)
+        anchor = 0                                   # the step's start, before any collective
+        for i in order:
+            ready, start = int(t.ready_ps[i]), int(t.start_ps[i])
+            assert start - anchor == c_ps * max(1, -((anchor - ready) // c_ps)), g.names[i]
+            anchor = int(t.end_ps[i])
+        # each lasts its transfer: the estimate's price less one cycle
+        transfers = int((t.end_ps - t.start_ps)[order].sum()) / PS
+        assert transfers + cycle * len(calls) == pytest.approx(plan.network_s, abs=g.num_tasks / PS)
 
 
 def test_a_converted_activation_gradient_lives_until_its_producer_backward_ends():
