@@ -92,8 +92,9 @@ class WithCycle:
     """A ``Collectives`` provider whose collectives cost what one costs in a chain inside a
     step: ``cycle_s`` (horovod's cycle, negotiation and latency, as ``tensoropt calibrate``
     measures it: ``overheads.collective_s``) plus what the provider's time for ``nbytes``
-    exceeds its time for a tiny buffer of the same kind and group (a standalone calibrated
-    call also pays a ``session.run``, which a chain inside a step does not)."""
+    exceeds its time for a tiny buffer of the same kind and group (``tiny_s``; a
+    standalone calibrated call also pays a ``session.run``, which a chain inside a step
+    does not)."""
 
     collectives: Collectives
     cycle_s: float
@@ -104,8 +105,14 @@ class WithCycle:
             return base                   # no collective is issued for a group of one
         if nbytes <= 0:
             return self.cycle_s           # one that moves nothing still takes its cycle
-        tiny = self.collectives.time_s(collective, 4 * group_size, group_size, stride)
-        return self.cycle_s + max(0.0, base - tiny)
+        return self.cycle_s + max(0.0, base - self.tiny_s(collective, group_size, stride))
+
+    def tiny_s(self, collective: str, group_size: int, stride: int) -> float:
+        """The provider's least time for a tiny buffer (4 to 4096 bytes per rank): one
+        size alone can carry an outlier (a calibration's first call of a kind once ran
+        1.7-2.8 ms against 1.07 ms for the sizes after it)."""
+        return min(self.collectives.time_s(collective, 4 * group_size << k, group_size, stride)
+                   for k in range(11))
 
 
 class Remembered:

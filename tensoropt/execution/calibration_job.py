@@ -225,6 +225,7 @@ class Calibrator:
         barrier = self.comm.Barrier
         for r in range(repeats):
             for j, call in enumerate(calls):
+                call()      # untimed: the first call after another collective runs slow
                 barrier()
                 start = time.perf_counter()
                 for _ in range(inner):

@@ -29,6 +29,15 @@ def test_a_chained_collective_costs_the_cycle_plus_what_its_size_adds():
     assert c.time_s("alltoall", 0, 2, 1) == 1e-4              # issued, moving nothing: its cycle
 
 
+def test_the_tiny_time_is_the_least_over_tiny_sizes_so_one_outlier_does_not_swallow_a_transfer():
+    class FirstSizeSlow(Linear):
+        def time_s(self, collective, nbytes, group_size, stride):
+            return (3e-3 if nbytes <= 8 else 0.0) + super().time_s(collective, nbytes, group_size, stride)
+    c = WithCycle(FirstSizeSlow(), cycle_s=1e-4)
+    assert c.tiny_s("allgather", 2, 1) == pytest.approx(ALPHA + 16 / BW)
+    assert c.time_s("allgather", 1 << 20, 2, 1) == pytest.approx(1e-4 + ((1 << 20) - 16) / BW)
+
+
 def _graph():
     x = to.placeholder(to.float32, [8, 16], name="x")
     w = to.get_variable("w", [16, 16])
