@@ -13,6 +13,8 @@ trained. Measured, per plan (slowest or largest rank):
 
 - time: the median wall time of ``--steps`` untraced steps, with its spread (max - min);
 - network: the median over ``--repeats`` traced steps of the time inside horovod ops;
+  ops (printed per plan, not scored): the same of the other ops' summed times, beside
+  the simulator's compute time, to tell where a gap is;
 - peak memory per rank: ``execution.step_profile``'s one measure, resident variables
   plus the allocation peak of a traced step, the median over the traced steps.
 
@@ -74,6 +76,7 @@ def measure_plan(spec, plan, feed, comm, steps: int, repeats: int) -> dict:
         traced.append(profile_from_trace(metadata, time.perf_counter() - start, resident))
     mine = {"time": statistics.median(times), "time_spread": max(times) - min(times),
             "network": statistics.median(p.network_s for p in traced),
+            "compute": statistics.median(p.compute_s for p in traced),
             "memory": statistics.median(p.peak_bytes for p in traced),
             "memory_spread": max(p.peak_bytes for p in traced) - min(p.peak_bytes for p in traced)}
     return {k: comm.allreduce(v, op=MPI.MAX) for k, v in mine.items()}
@@ -106,7 +109,7 @@ def _plans_and_estimates(graph, world, args) -> list[dict]:
         rows.append({"kind": kind, "plan": plan.to_json(),
                      "additive": {"time": plan.time_s, "network": plan.network_s, "memory": plan.memory_bytes},
                      "simulated": {"time": sim.makespan_s, "network": sim.network_s,
-                                   "memory": float(sim.peak_memory_bytes)}})
+                                   "compute": sim.compute_s, "memory": float(sim.peak_memory_bytes)}})
     return rows
 
 
@@ -152,9 +155,11 @@ def main(argv=None) -> int:
             if world.rank == 0:
                 m, a, s = r["measured"], r["additive"], r["simulated"]
                 print(f"  {name} {r['kind']:<8} measured {m['time'] * 1e3:8.2f} ms (spread {m['time_spread'] * 1e3:.2f}),"
-                      f" net {m['network'] * 1e3:7.2f} ms, {format_bytes(m['memory']):>10} | additive "
-                      f"{a['time'] * 1e3:8.2f} ms, net {a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10}"
-                      f" | simulated {s['time'] * 1e3:8.2f} ms, {format_bytes(s['memory']):>10}", flush=True)
+                      f" net {m['network'] * 1e3:7.2f} ms, ops {m['compute'] * 1e3:7.2f} ms, "
+                      f"{format_bytes(m['memory']):>10} | additive {a['time'] * 1e3:8.2f} ms, net "
+                      f"{a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10} | simulated "
+                      f"{s['time'] * 1e3:8.2f} ms, net {s['network'] * 1e3:7.2f} ms, ops {s['compute'] * 1e3:7.2f} ms, "
+                      f"{format_bytes(s['memory']):>10}", flush=True)
         results.append((name, _summary(rows)))
     if world.rank == 0:
         print(f"\n(measured - estimated) / measured, {args.plans} sampled + {args.frontier} frontier plans per "

@@ -47,12 +47,14 @@ class StepProfile:
             not overlap one another; waiting for a slower rank counts).
         step_peak_bytes: the most bytes the step's own allocations held at once.
         resident_bytes: the variables' bytes (parameters and optimizer slots).
+        compute_s: the sum of the other ops' times (ops that run side by side both count).
     """
 
     wall_s: float
     network_s: float
     step_peak_bytes: int
     resident_bytes: int
+    compute_s: float = 0.0
 
     @property
     def peak_bytes(self) -> int:
@@ -60,20 +62,24 @@ class StepProfile:
         return self.resident_bytes + self.step_peak_bytes
 
     def to_dict(self) -> dict[str, Any]:
-        return {"wall_s": self.wall_s, "network_s": self.network_s, "step_peak_bytes": self.step_peak_bytes,
-                "resident_bytes": self.resident_bytes, "peak_bytes": self.peak_bytes}
+        return {"wall_s": self.wall_s, "network_s": self.network_s, "compute_s": self.compute_s,
+                "step_peak_bytes": self.step_peak_bytes, "resident_bytes": self.resident_bytes,
+                "peak_bytes": self.peak_bytes}
 
 
 def profile_from_trace(metadata, wall_s: float, resident: int) -> StepProfile:
     """The step's profile from a traced run's ``RunMetadata`` (see the module doc)."""
     records: list[tuple[int, int]] = []
-    network_us = 0
+    network_us = compute_us = 0
     for device in metadata.step_stats.dev_stats:
         for node in device.node_stats:
             if "Horovod" in node.timeline_label:   # HorovodAllreduce, HorovodAllgather, ...
                 network_us += node.all_end_rel_micros
+            else:
+                compute_us += node.all_end_rel_micros
             records += node_allocations(node)
-    return StepProfile(float(wall_s), network_us * 1e-6, allocation_peak(records), int(resident))
+    return StepProfile(float(wall_s), network_us * 1e-6, allocation_peak(records), int(resident),
+                       compute_us * 1e-6)
 
 
 def resident_bytes(tf, tf_graph) -> int:

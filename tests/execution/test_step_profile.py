@@ -36,6 +36,7 @@ def test_run_returns_a_step_profile_that_counts_variables_and_the_step_allocatio
     assert step.step_peak_bytes >= (D * D + B * D) * 4
     assert step.peak_bytes == step.resident_bytes + step.step_peak_bytes
     assert step.wall_s > 0 and step.network_s == 0.0          # one process: no collectives
+    assert 0 < step.compute_s < 10 * step.wall_s              # the ops' summed times
     assert to.run(loss, feed) is not None                     # profile off: values only
 
 
