@@ -41,7 +41,8 @@ def test_transpose_and_split_copy_only_when_tensorflow_moves_data():
 def test_allgather_of_columns_holds_the_moved_input_the_gathered_and_the_moved_back():
     step = Step.make_allgather(L("[2] R,S0"), 0)
     held = conversion_step_buffers([step], SHAPE, F32)
-    assert held.steps == (StepBuffers(moved_in=HALF, scratch=FULL, out=FULL),)
+    # copies: the columns moved to the front (HALF), the gathered moved back (FULL)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=FULL, out=FULL, copied=HALF + FULL),)
     assert not held.view_of_input
     rows = conversion_step_buffers([Step.make_allgather(L("[2] S0,R"), 0)], SHAPE, F32)
     assert rows.steps == (StepBuffers(0, 0, FULL),)  # dim 0: no transpose, no copy
@@ -51,7 +52,7 @@ def test_a_split_after_a_gather_copies_unless_it_splits_rows():
     gather = Step.make_allgather(L("[2] S0,R"), 0)                   # -> R,R
     by_cols = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
     # the split writes both halves (FULL), keeps one; the gathered input dies with it
-    assert by_cols.steps == (StepBuffers(0, FULL + HALF, HALF),)
+    assert by_cols.steps == (StepBuffers(0, FULL + HALF, HALF, copied=FULL),)
     by_rows = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
     assert by_rows.steps == (StepBuffers(0, 0, FULL),)               # a view of the gathered
 
@@ -60,7 +61,7 @@ def test_a_conversion_of_slices_only_is_a_view_or_one_copy():
     rows = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
     assert rows.view_of_input and rows.steps == (StepBuffers(0, 0, 0),)
     cols = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
-    assert not cols.view_of_input and cols.steps == (StepBuffers(0, 0, HALF),)
+    assert not cols.view_of_input and cols.steps == (StepBuffers(0, 0, HALF, copied=FULL),)
 
 
 def test_alltoall_holds_the_received_buffer_and_moved_pieces_besides_its_result():
@@ -68,7 +69,7 @@ def test_alltoall_holds_the_received_buffer_and_moved_pieces_besides_its_result(
     held = conversion_step_buffers([step], SHAPE, F32)
     # moves dim 1 to the front (a copy of the rows block), receives HALF, moves the
     # pieces back (HALF) and concatenates them (HALF)
-    assert held.steps == (StepBuffers(moved_in=HALF, scratch=2 * HALF, out=HALF),)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=2 * HALF, out=HALF, copied=3 * HALF),)
 
 
 def test_allreduce_holds_its_result_only():
@@ -153,3 +154,38 @@ def test_adams_sparse_update_of_an_embedding_holds_two_scaled_slot_copies_from_t
     j = names.index("table:rescaled slots")
     assert b.size_bytes[j] == copies * table.nbytes == 2 * 100 * 16 * 4
     assert alloc[j] == 0 and free[j] == -1                 # from the start, never freed
+
+
+def test_a_gather_of_columns_takes_the_time_of_its_copies_before_its_consumer_runs():
+    # With a calibrated copy speed, the transposes around a gather of a weight's columns
+    # (the block moved in, the gathered moved back) run as a compute task after the
+    # gather, and the matmul that reads the gathered weight waits for it.
+    models.build("mlp", size="tiny")
+    graph = to.get_default_graph()
+    cl = plan_models.cluster(2)
+    speed = 1e8                                          # 100 MB/s: copies show
+    model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops, copy_bytes_per_s=speed)
+    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
+    rng = np.random.default_rng(3)
+    ops = {op.name: op for op in graph.operations}
+    checked = 0
+    for _ in range(12):
+        plan = sample_plan(space, rng)
+        t = sim.simulate_full(sim.versions_for_plan(plan))
+        start = dict(zip(t.graph.names, t.start_ps.tolist()))
+        end = dict(zip(t.graph.names, t.end_ps.tolist()))
+        for e in plan.edges:
+            steps = e.forward_steps or ()
+            if ops[e.producer].kind != "variable" or len(steps) != 1 or steps[0].kind != "allgather" \
+                    or steps[0].src_dim != 1:
+                continue
+            tensor = ops[e.producer].outputs[0]
+            block = e.src_layout.local_bytes(tensor.shape, 4)
+            gathered = steps[0].dst.local_bytes(tensor.shape, 4)
+            gather = f"allgather/{e.consumer}/in{e.input}/0"
+            copies = f"{gather}/copies"
+            assert end[copies] - start[copies] == round((block + gathered) / speed * 1e12)
+            assert start[copies] >= end[gather]
+            assert start[f"{e.consumer}/fwd"] >= end[copies]
+            checked += 1
+    assert checked >= 2
