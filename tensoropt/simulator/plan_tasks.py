@@ -27,7 +27,11 @@ Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
   output). A conversion step lasts what the cost model prices it (``StepCostFn``); an
   op's own collective what ``CostModel.op_cost`` sums for it. Each holds ``chain:r`` and
   its link: ``nic:r`` (a share of the machine's network card) when its group spans
-  machines, else ``link:r``.
+  machines, else ``link:r``. With a calibrated cycle, ``chain:r`` runs on horovod's cycle
+  and a collective lasts its transfer alone (``SimOptions.horovod_cycle``).
+- ``{collective}/copies``: a conversion step's local copies (``StepBuffers.copied``: the
+  transposes around it, moved pieces, a copying split) at ``CostModel.copy_s``, on the
+  compute resource after the collective; what reads the step's value waits for it.
 - Zero-duration joins on no resource (``{op}/out0``, ``{op}/in1/grad``, ...) through
   which fragments depend on each other; every join exists in every version.
 
