@@ -205,15 +205,18 @@ def _cycled(cycle_us=10):
     return TaskGraph(["compute:0", "chain:0"], cycles={"chain:0": cycle_us * US})
 
 
+def _in_order(g, *names):
+    for a, b in zip(names, names[1:]):
+        g.add_dependency(a, b)
+
+
 def test_a_task_on_a_cycled_resource_starts_on_the_next_cycle_after_the_last_end():
     g = _cycled()
     g.add_task("c0", "collective", ["chain:0"], 2 * US)      # ready at 0: the first cycle, 10
     g.add_task("c1", "collective", ["chain:0"], 3 * US)      # back to back: 12 + 10
     g.add_task("x", "compute", ["compute:0"], 15 * US)
     g.add_task("c2", "collective", ["chain:0"], 1 * US)      # ready at 25 + 15 = 40
-    g.add_dependency("c0", "c1")
-    g.add_dependency("c1", "x")
-    g.add_dependency("x", "c2")
+    _in_order(g, "c0", "c1", "x", "c2")
     t = simulate(g)
     assert _times(t, "c0") == (10 * 10**6, 12 * 10**6)
     assert _times(t, "c1") == (22 * 10**6, 25 * 10**6)
@@ -228,9 +231,7 @@ def test_a_task_ready_on_a_cycle_does_not_wait_and_other_resources_have_no_cycle
     g.add_task("x", "compute", ["compute:0"], 20 * US)       # 12 .. 32 = c0's end + 2 cycles
     g.add_task("c1", "collective", ["chain:0"], 1 * US)
     g.add_task("y", "compute", ["compute:0"], 1 * US)         # after c1, no cycle: at once
-    g.add_dependency("c0", "x")
-    g.add_dependency("x", "c1")
-    g.add_dependency("c1", "y")
+    _in_order(g, "c0", "x", "c1", "y")
     t = simulate(g)
     assert _times(t, "c1") == (32 * 10**6, 33 * 10**6)
     assert _times(t, "y") == (33 * 10**6, 34 * 10**6)
