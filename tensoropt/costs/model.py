@@ -193,8 +193,7 @@ class CostModel:
     """Prices ops and edges of one recorded graph on ``num_devices`` devices."""
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
-                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0,
-                 copy_bytes_per_s: float = 0.0):
+                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
@@ -205,10 +204,6 @@ class CostModel:
             collective_overhead_s: horovod's cycle, what a collective costs in a chain
                 beyond its transfer (``WithCycle``); from a calibration profile's
                 ``overheads.collective_s``. 0: the provider's times as they are.
-            copy_bytes_per_s: how fast a local copy (a ``tf.transpose`` around a
-                collective) writes, from a calibration profile's
-                ``overheads.copy_bytes_per_s``; the simulator prices a conversion's copies
-                with it (``copy_s``). 0: copies are free.
 
         Collectives are priced two ways: ``collectives`` and ``step_cost`` (an op's own
         collectives, and re-scheduling steps) give what one costs in a chain, the cycle
@@ -218,15 +213,13 @@ class CostModel:
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
-        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s),
-                            ("copy_bytes_per_s", copy_bytes_per_s)):
+        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s)):
             if not value >= 0:
-                raise ValueError(f"{name}={value}: give a number >= 0 (seconds, or bytes per second; from tensoropt calibrate)")
+                raise ValueError(f"{name}={value}: give seconds >= 0 (from tensoropt calibrate)")
         self.graph = graph
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
-        self.copy_bytes_per_s = float(copy_bytes_per_s)
         cycle = self.collective_overhead_s
         in_chain = WithCycle(collectives, cycle) if cycle else collectives
         moved = WithCycle(collectives, 0.0) if cycle else collectives
@@ -239,10 +232,6 @@ class CostModel:
         self.optimizers = {v: s.optimizer for s in graph.train_steps for v in s.var_list}
         self.trained = self.optimizers.keys()
         self._edge_tables: dict = {}
-
-    def copy_s(self, nbytes: float) -> float:
-        """Seconds to write ``nbytes`` by a local copy (0 without a calibrated speed)."""
-        return nbytes / self.copy_bytes_per_s if self.copy_bytes_per_s else 0.0
 
     # -- ops -------------------------------------------------------------------------------
     def allreduce_s(self, nbytes: float, mesh: tuple[int, ...], axis: int) -> float:

@@ -133,8 +133,7 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
         overheads = profile_overheads(collectives.profile)
         return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=ComputeProfiler(),
                          op_overhead_s=overheads.get("op_s", 0.0),
-                         collective_overhead_s=overheads.get("collective_s", 0.0),
-                         copy_bytes_per_s=overheads.get("copy_bytes_per_s", 0.0))
+                         collective_overhead_s=overheads.get("collective_s", 0.0))
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 
 

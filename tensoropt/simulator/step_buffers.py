@@ -59,14 +59,11 @@ class StepBuffers:
             before it is moved back or concatenated, moved pieces, a split's input and
             the pieces it does not keep.
         out: the step's value (after its slices), read by the next step or the consumer.
-        copied: the bytes its local copies write (a transpose in and back, moved
-            pieces and their concatenation, a copying split), which take compute time.
     """
 
     moved_in: int
     scratch: int
     out: int
-    copied: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,10 +94,9 @@ def conversion_step_buffers(steps, shape: Sequence[int], itemsize: int) -> Conve
     """The buffers of a conversion's ``steps`` (``reschedule.Step``) on a tensor of
     ``shape`` (see the module doc). Slices before the first collective count with it."""
     shape = tuple(shape)
-    tasks: list[list[int]] = []              # [moved_in, scratch, out, copied] per task
+    tasks: list[list[int]] = []              # [moved_in, scratch, out] per task
     view = True                               # the value is still the producer's buffer
     lead_copy = 0                             # a copy made by slices before any collective
-    lead_written = 0                          # the bytes those slices wrote
     for s in steps:
         src, dst = s.src.local_bytes(shape, itemsize), s.dst.local_bytes(shape, itemsize)
         src_shape = s.src.local_shape(shape)
@@ -110,32 +106,25 @@ def conversion_step_buffers(steps, shape: Sequence[int], itemsize: int) -> Conve
                 continue                       # a view: the value stays where it was
             if not tasks:
                 lead_copy, view = dst, False
-                lead_written += src
                 continue
             t = tasks[-1]
             t[1] += t[2] + (src - dst)         # its input and the pieces it drops
             t[2] = dst
-            t[3] += src                        # every piece is written
             continue
-        copied = 0
         if s.kind in ("allgather", "reducescatter", "alltoall"):
             moved = s.src_dim if s.kind == "allgather" else s.dst_dim
             copies = transpose_copies(src_shape, moved)
             moved_in = src if copies else 0
             if s.kind == "alltoall":
                 scratch = dst + (dst if copies else 0)   # received, and moved-back pieces
-                copied = moved_in + (dst if copies else 0) + dst   # ... and concatenated
             else:
                 scratch = dst if copies else 0           # the result before it moves back
-                copied = moved_in + (dst if copies else 0)
         else:                                  # allreduce, alltoallv: the result only
             moved_in, scratch = 0, 0
-        if not tasks and lead_copy:
-            copied += lead_written             # the slices before it wrote its input
-            if not moved_in:
-                moved_in = lead_copy           # the sliced copy is the collective's input
-        tasks.append([moved_in, scratch, dst, copied])
+        if not tasks and lead_copy and not moved_in:
+            moved_in = lead_copy               # the sliced copy is the collective's input
+        tasks.append([moved_in, scratch, dst])
         view = False
     if not tasks:                              # only slices: the one slice task
-        tasks.append([0, 0, lead_copy, lead_written])
+        tasks.append([0, 0, lead_copy])
     return ConversionBuffers(tuple(StepBuffers(*t) for t in tasks), view)

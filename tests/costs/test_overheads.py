@@ -94,11 +94,10 @@ def _profile(overheads):
 
 def test_the_profiled_cost_model_takes_the_profile_overheads(tmp_path, monkeypatch):
     path = tmp_path / "local.json"
-    _profile({"collective_s": 2e-4, "op_s": 3e-5, "copy_bytes_per_s": 2e9, "compute_slowdown": 1.2}).save(path)
+    _profile({"collective_s": 2e-4, "op_s": 3e-5, "compute_slowdown": 1.2}).save(path)
     monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
     model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
     assert (model.op_overhead_s, model.collective_overhead_s) == (3e-5, 2e-4)
-    assert model.copy_bytes_per_s == 2e9 and model.copy_s(4e9) == 2.0
     assert model.collectives.time_s("allreduce", 8, 2, 1) == pytest.approx(2e-4)
 
 
