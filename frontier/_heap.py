@@ -25,7 +25,7 @@ Usage (inside compiled code)::
     top = root(hf, hx); n = pop(hf, hx, n)
 
     lf, lx, nxt, head = new_buckets(cap, nb)     # lists: entries, links, first per bucket
-    clear_buckets(head, nb, nxt, cap)             # before each merge: all lists empty
+    clear_buckets(head, nb, nxt, n)               # before each merge: lists empty, n free
     b = bucket_of(m, lo, scale, nb)
     add(lf, lx, nxt, head, b, key)                # (room assumed: <= cap entries listed)
     n = heap_bucket(lf, lx, nxt, head, b, hf, hx, n)   # bucket b's list into the heap
@@ -141,14 +141,17 @@ def new_buckets(cap, nb):
 
 
 @jit
-def clear_buckets(head, nb, nxt, cap):
-    """Empties the first nb buckets and frees all ``cap`` entries."""
+def clear_buckets(head, nb, nxt, n):
+    """Empties the first nb buckets and frees entries 0 .. n-1 (n >= 1, at most the
+    room ``new_buckets`` made): only they can be listed until the next clear. The
+    arrays keep the room of the largest merge so far; clearing all of it for every
+    later, smaller cell once took a third of the merge time."""
     for b in range(nb):
         head[b] = -1
-    for e in range(cap - 1):
+    for e in range(n - 1):
         nxt[e] = e + 1
-    nxt[cap - 1] = -1
-    nxt[cap] = 0
+    nxt[n - 1] = -1
+    nxt[len(nxt) - 1] = 0
 
 
 @jit_inline

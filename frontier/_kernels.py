@@ -415,7 +415,7 @@ def merge_range(layout, bmap, T, budget, exact):
             nb, lo, scale = _buckets(layout[10] * (streams + nlive), corner, live, nlive)
             if len(H[0]) > len(Q[0]) or nb > len(Q[3]):
                 Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
-            clear_buckets(Q[3], nb, Q[2], len(Q[0]))
+            clear_buckets(Q[3], nb, Q[2], streams + nlive + 2)
             nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
                                      (H, Q, of, oi), (nout, budget, exact, (lo, scale, nb)))
         examined += n
