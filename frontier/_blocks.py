@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit
+from frontier._jit import jit, jit_leaf
 
 __all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "n_blocks", "corners",
            "f0_covers", "live_blocks", "small_candidates", "single_cell"]
@@ -27,7 +27,7 @@ COMBINE, PRODUCT, UNION, GROUPS = 0, 1, 2, 3
 F0_MINIMA = 8    # F0 points found by repeated minima (a pass over the blocks each), at most
 
 
-@jit
+@jit_leaf
 def block_of(layout: np.ndarray, bmap: np.ndarray, c: int, x: int):
     """(a cell, b cell, mid index) of block x of output cell c.
 
@@ -51,7 +51,7 @@ def block_of(layout: np.ndarray, bmap: np.ndarray, c: int, x: int):
     return x, 0, x
 
 
-@jit
+@jit_leaf
 def n_blocks(layout: np.ndarray, bmap: np.ndarray, c: int) -> int:
     """How many blocks output cell c has (see ``block_of``)."""
     mode, K, P = layout[0], layout[1], layout[2]
@@ -63,7 +63,7 @@ def n_blocks(layout: np.ndarray, bmap: np.ndarray, c: int) -> int:
     return K
 
 
-@jit
+@jit_leaf
 def _sum_row(dst, a, b, add):
     """dst = (a + add) + b elementwise (``add`` empty: a + b)."""
     if len(add):
@@ -109,7 +109,7 @@ def corners(layout, bmap, c, S, mid, w, exact):
     return n
 
 
-@jit
+@jit_leaf
 def f0_covers(f0, nf, m, t, r, exact):
     """Whether a point of F0 (``f0[:, :nf]``: memory ascending, time descending) has no
     more memory and no more time than (m, t), is better in one of them, and (unless
@@ -225,7 +225,7 @@ def _f0_sorted(w, n, f0, exact):
     return nk - first
 
 
-@jit
+@jit_leaf
 def _insert(f, order, n):
     """Inserts candidate n (``f[:, n]``) into ``order[:n]``, sorted by (memory, time)."""
     m, t = f[0, n], f[1, n]

@@ -4,6 +4,8 @@ than ``F0_MINIMA`` points, one stable sort and a scan (``_f0_sorted``). Both mus
 the same points and radii, ties included. (End to end, the hard chains of
 ``test_frontier_differential`` have cells with richer F0s and check the merges.)"""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -43,3 +45,39 @@ def test_sorted_f0_equals_repeated_minima_with_ties(exact):
         if nf > F0_MINIMA:
             assert _f0_minima(w, n, np.zeros((3, cols)), F0_MINIMA, exact) == -1
     assert sizes > F0_MINIMA                      # the sorted path was compared
+
+
+def test_per_candidate_helpers_count_no_references():
+    """The helpers called once per candidate or block take arrays without numba's
+    reference counts (``_jit.jit_leaf``); with them the atomic counts took a third of
+    a search's CPU time. They must be compiled without NRT, and their code (when freshly
+compiled, not read from numba's cache) must call none."""
+    from frontier._blocks import block_of, f0_covers
+    from frontier._heap import enqueue, new_buckets, new_heap, pop, push, refill, root
+    from frontier._kernels import _next_in_stream, _next_stream
+
+    layout = np.array([0, 2, 1, 0, 1, 0, 0, 0, 0, 0, 0], dtype=np.int64)
+    assert block_of(layout, np.zeros(0, dtype=np.int64), 0, 1) == (1, 1, 1)
+    hf, hx = new_heap(8)
+    lf, lx, nxt, head = new_buckets(8, 2)
+    head[:] = -1
+    nxt[:8] = np.r_[np.arange(1, 8), -1]
+    nxt[8] = 0
+    key = (1.0, 2.0, 3, 4, 5)
+    assert enqueue(hf, hx, 0, lf, lx, nxt, head, key, 0.0, 0.0, 2, 0) == 1
+    assert refill(lf, lx, nxt, head, hf, hx, 1, 2, 0) == (1, 0)
+    assert root(hf, hx) == key and pop(hf, hx, 1) == 0
+    push(hf, hx, 0, key)
+    av = np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    blk = (0, 2, 0, 2, 0.0, 0.0, 0.0, False, False)
+    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][2] == 1
+    assert _next_in_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][4] == 1
+    assert f0_covers(np.array([[0.0], [1.0], [0.0]]), 1, 1.0, 1.0, 0.0, True)
+    for fn in (block_of, enqueue, refill, root, pop, push, _next_stream, _next_in_stream,
+               f0_covers):
+        assert fn.targetoptions.get("_nrt") is False, fn
+        with warnings.catch_warnings():          # code loaded from numba's disk cache
+            warnings.simplefilter("ignore")      # cannot be inspected: checked if fresh
+            for sig, ir in fn.inspect_llvm().items():
+                if "define" in ir:
+                    assert "NRT_incref" not in ir and "NRT_decref" not in ir, (fn, sig)
