@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit
+from frontier._jit import jit, jit_leaf
 
 __all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "n_blocks", "corners",
            "f0_covers", "live_blocks", "small_candidates", "single_cell"]
 
 COMBINE, PRODUCT, UNION, GROUPS = 0, 1, 2, 3
+F0_MINIMA = 8    # F0 points found by repeated minima (a pass over the blocks each), at most
 
 
-@jit
+@jit_leaf
 def block_of(layout: np.ndarray, bmap: np.ndarray, c: int, x: int):
     """(a cell, b cell, mid index) of block x of output cell c.
 
@@ -50,7 +51,7 @@ def block_of(layout: np.ndarray, bmap: np.ndarray, c: int, x: int):
     return x, 0, x
 
 
-@jit
+@jit_leaf
 def n_blocks(layout: np.ndarray, bmap: np.ndarray, c: int) -> int:
     """How many blocks output cell c has (see ``block_of``)."""
     mode, K, P = layout[0], layout[1], layout[2]
@@ -62,7 +63,7 @@ def n_blocks(layout: np.ndarray, bmap: np.ndarray, c: int) -> int:
     return K
 
 
-@jit
+@jit_leaf
 def _sum_row(dst, a, b, add):
     """dst = (a + add) + b elementwise (``add`` empty: a + b)."""
     if len(add):
@@ -108,7 +109,7 @@ def corners(layout, bmap, c, S, mid, w, exact):
     return n
 
 
-@jit
+@jit_leaf
 def f0_covers(f0, nf, m, t, r, exact):
     """Whether a point of F0 (``f0[:, :nf]``: memory ascending, time descending) has no
     more memory and no more time than (m, t), is better in one of them, and (unless
@@ -143,23 +144,9 @@ def live_blocks(layout, bmap, c, T, exact, live, w, f0):
     what the block's points could stand for.
     """
     n = corners(layout, bmap, c, (T[0][2], T[1][2]), T[2], w, exact)
-    nf = 0
-    bound = np.inf
-    while nf < f0.shape[1]:
-        tb, mb, rb = np.inf, np.inf, 0.0
-        for x in range(n):
-            if w[0, x] < bound and (w[3, x] < tb or (w[3, x] == tb and w[0, x] < mb)):
-                tb, mb, rb = w[3, x], w[0, x], w[5, x]
-            if w[4, x] < bound and (w[1, x] < tb or (w[1, x] == tb and w[4, x] < mb)):
-                tb, mb, rb = w[1, x], w[4, x], w[6, x]
-        if tb == np.inf:
-            break
-        f0[0, nf], f0[1, nf], f0[2, nf] = mb, tb, 0.0 if exact else rb
-        nf += 1
-        bound = mb
-    for s in range(nf // 2):
-        for r in range(3):
-            f0[r, s], f0[r, nf - 1 - s] = f0[r, nf - 1 - s], f0[r, s]
+    nf = _f0_minima(w, n, f0, F0_MINIMA, exact)
+    if nf < 0:
+        nf = _f0_sorted(w, n, f0, exact)
     kept = 0
     for x in range(n):
         if w[0, x] == np.inf:
@@ -171,6 +158,74 @@ def live_blocks(layout, bmap, c, T, exact, live, w, f0):
 
 
 @jit
+def _f0_minima(w, n, f0, most, exact):
+    """F0 (see ``live_blocks``) by repeated minima of time below a memory bound, each
+    pass over all blocks: the fastest extreme point, then the fastest with less memory,
+    and so on (ties: less memory, then the lower block, its least-memory point first).
+    Writes F0 to ``f0`` memory ascending and returns its size, or -1 when it has more
+    than ``most`` points (then ``_f0_sorted``, which costs one sort instead of a pass
+    per point)."""
+    nf = 0
+    bound = np.inf
+    while nf < f0.shape[1]:
+        tb, mb, rb = np.inf, np.inf, 0.0
+        for x in range(n):
+            if w[0, x] < bound and (w[3, x] < tb or (w[3, x] == tb and w[0, x] < mb)):
+                tb, mb, rb = w[3, x], w[0, x], w[5, x]
+            if w[4, x] < bound and (w[1, x] < tb or (w[1, x] == tb and w[4, x] < mb)):
+                tb, mb, rb = w[1, x], w[4, x], w[6, x]
+        if tb == np.inf:
+            break
+        if nf == most:
+            return -1
+        f0[0, nf], f0[1, nf], f0[2, nf] = mb, tb, 0.0 if exact else rb
+        nf += 1
+        bound = mb
+    for s in range(nf // 2):
+        for r in range(3):
+            f0[r, s], f0[r, nf - 1 - s] = f0[r, nf - 1 - s], f0[r, s]
+    return nf
+
+
+@jit
+def _f0_sorted(w, n, f0, exact):
+    """F0 as ``_f0_minima`` finds it, from one stable sort of the blocks' extreme
+    points by memory (block order, least-memory point first) and a scan: of the points
+    with equal memory the fastest (the first of equal ones) is kept when it is faster
+    than every point with less memory. When F0 has more points than ``f0`` columns, the
+    fastest are kept, as the repeated minima (which go fastest first) would."""
+    pm = np.empty(2 * n)
+    pt = np.empty(2 * n)
+    pr = np.empty(2 * n)
+    for x in range(n):
+        pm[2 * x], pt[2 * x], pr[2 * x] = w[0, x], w[3, x], w[5, x]
+        pm[2 * x + 1], pt[2 * x + 1], pr[2 * x + 1] = w[4, x], w[1, x], w[6, x]
+    order = np.argsort(pm, kind="mergesort")
+    keep = np.empty(2 * n, dtype=np.int64)
+    nk = 0
+    tmin = np.inf
+    s = 0
+    while s < 2 * n and pm[order[s]] < np.inf:
+        best = order[s]
+        e = s + 1
+        while e < 2 * n and pm[order[e]] == pm[best]:
+            if pt[order[e]] < pt[best]:
+                best = order[e]
+            e += 1
+        if pt[best] < tmin:
+            keep[nk] = best
+            nk += 1
+            tmin = pt[best]
+        s = e
+    first = max(0, nk - f0.shape[1])
+    for q in range(first, nk):
+        y = keep[q]
+        f0[0, q - first], f0[1, q - first] = pm[y], pt[y]
+        f0[2, q - first] = 0.0 if exact else pr[y]
+    return nk - first
+
+
+@jit_leaf
 def _insert(f, order, n):
     """Inserts candidate n (``f[:, n]``) into ``order[:n]``, sorted by (memory, time)."""
     m, t = f[0, n], f[1, n]

@@ -25,7 +25,7 @@ Usage (inside compiled code)::
     top = root(hf, hx); n = pop(hf, hx, n)
 
     lf, lx, nxt, head = new_buckets(cap, nb)     # lists: entries, links, first per bucket
-    clear_buckets(head, nb, nxt, cap)             # before each merge: all lists empty
+    clear_buckets(head, nb, nxt, n)               # before each merge: lists empty, n free
     b = bucket_of(m, lo, scale, nb)
     add(lf, lx, nxt, head, b, key)                # (room assumed: <= cap entries listed)
     n = heap_bucket(lf, lx, nxt, head, b, hf, hx, n)   # bucket b's list into the heap
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit, jit_inline
+from frontier._jit import jit, jit_inline, jit_leaf
 
 __all__ = ["enqueue", "refill", "key_lt", "root", "push", "pop", "new_heap", "grow_heap", "grow_rows",
            "new_buckets", "clear_buckets", "bucket_of", "add", "heap_bucket"]
@@ -57,13 +57,13 @@ def key_lt(x, y):
     return _lt(x[0], x[1], x[2], y[0], y[1], y[2])
 
 
-@jit
+@jit_leaf
 def root(hf, hx):
     """The least entry of a non-empty heap."""
     return (hf[0, 0], hf[0, 1], hx[0, 0], hx[0, 1], hx[0, 2])
 
 
-@jit
+@jit_leaf
 def push(hf, hx, n, key):
     """Adds ``key = (memory, time, code, i, j)`` to the heap of n entries (room
     assumed); the entries on the way up move down into the hole."""
@@ -79,7 +79,7 @@ def push(hf, hx, n, key):
     hx[n, 0], hx[n, 1], hx[n, 2] = c, key[3], key[4]
 
 
-@jit
+@jit_leaf
 def pop(hf, hx, n):
     """Removes the root of a heap of n entries; returns the new size."""
     n -= 1
@@ -140,15 +140,18 @@ def new_buckets(cap, nb):
             np.empty(cap + 1, dtype=np.int64), np.empty(nb, dtype=np.int64))
 
 
-@jit
-def clear_buckets(head, nb, nxt, cap):
-    """Empties the first nb buckets and frees all ``cap`` entries."""
+@jit_leaf
+def clear_buckets(head, nb, nxt, n):
+    """Empties the first nb buckets and frees entries 0 .. n-1 (n >= 1, at most the
+    room ``new_buckets`` made): only they can be listed until the next clear. The
+    arrays keep the room of the largest merge so far; clearing all of it for every
+    later, smaller cell once took a third of the merge time."""
     for b in range(nb):
         head[b] = -1
-    for e in range(cap - 1):
+    for e in range(n - 1):
         nxt[e] = e + 1
-    nxt[cap - 1] = -1
-    nxt[cap] = 0
+    nxt[n - 1] = -1
+    nxt[len(nxt) - 1] = 0
 
 
 @jit_inline
@@ -163,7 +166,7 @@ def bucket_of(m, lo, scale, nb):
     return int(x)
 
 
-@jit
+@jit_leaf
 def add(lf, lx, nxt, head, b, key):
     """Adds ``key`` to bucket b's list (a free entry assumed)."""
     e = nxt[len(nxt) - 1]
@@ -174,7 +177,7 @@ def add(lf, lx, nxt, head, b, key):
     head[b] = e
 
 
-@jit
+@jit_leaf
 def heap_bucket(lf, lx, nxt, head, b, hf, hx, n):
     """Moves bucket b's entries into the heap of n entries (room assumed) and frees
     them; returns the heap's new size."""
@@ -191,7 +194,7 @@ def heap_bucket(lf, lx, nxt, head, b, hf, hx, n):
     return n
 
 
-@jit_inline
+@jit_leaf
 def enqueue(hf, hx, hn, lf, lx, nxt, head, key, lo, scale, nb, cb):
     """Queues ``key``: into the heap of hn entries when its bucket is the heap's (cb) or
     an earlier one, else into its bucket's list; returns the heap's new size."""
@@ -203,7 +206,7 @@ def enqueue(hf, hx, hn, lf, lx, nxt, head, key, lo, scale, nb, cb):
     return hn
 
 
-@jit_inline
+@jit_leaf
 def refill(lf, lx, nxt, head, hf, hx, hn, nb, cb):
     """While the heap is empty and later buckets remain, heaps the next one; returns
     ``(hn, cb)``, the heap's size and the bucket it now holds (hn 0: all drained)."""

@@ -43,7 +43,7 @@ from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_of, live_bl
                               single_cell, small_candidates)
 from frontier._heap import (bucket_of, clear_buckets, enqueue, grow_heap, grow_rows, key_lt,
                             new_buckets, new_heap, pop, refill, root)
-from frontier._jit import jit, jit_inline
+from frontier._jit import jit, jit_inline, jit_leaf
 
 __all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
 
@@ -76,14 +76,14 @@ def _first_below(vals, add1, add2, lo, hi, v):
     return lo
 
 
-@jit
+@jit_leaf
 def _raise(of, last, need):
     """The keeper ``last`` now stands for a point that needs radius ``need``."""
     if need > of[last, 2]:
         of[last, 2] = need
 
 
-@jit
+@jit_leaf
 def _next_stream(av, bv, blk, cur, v, exact):
     """The first candidate of the block's next stream that can beat v (code -1: none),
     when ``cur`` is the first candidate of its stream, and the radius the streams
@@ -128,7 +128,7 @@ def _next_stream(av, bv, blk, cur, v, exact):
     return (np.inf, np.inf, -1, -1, -1), need
 
 
-@jit
+@jit_leaf
 def _next_in_stream(av, bv, blk, cur, v, exact):
     """The next candidate of ``cur``'s stream that can beat v (code -1: none), and the
     radius the candidates skipped on the way need from the keeper (-inf: none)."""
@@ -415,7 +415,7 @@ def merge_range(layout, bmap, T, budget, exact):
             nb, lo, scale = _buckets(layout[10] * (streams + nlive), corner, live, nlive)
             if len(H[0]) > len(Q[0]) or nb > len(Q[3]):
                 Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
-            clear_buckets(Q[3], nb, Q[2], len(Q[0]))
+            clear_buckets(Q[3], nb, Q[2], streams + nlive + 2)
             nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
                                      (H, Q, of, oi), (nout, budget, exact, (lo, scale, nb)))
         examined += n

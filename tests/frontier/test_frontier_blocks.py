@@ -1,0 +1,83 @@
+"""F0, the frontier of the blocks' extreme points (``_blocks.live_blocks``), has two ways
+to be found: repeated minima (a pass over the blocks per point) and, when it has more
+than ``F0_MINIMA`` points, one stable sort and a scan (``_f0_sorted``). Both must give
+the same points and radii, ties included. (End to end, the hard chains of
+``test_frontier_differential`` have cells with richer F0s and check the merges.)"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from frontier._blocks import F0_MINIMA, _f0_minima, _f0_sorted
+
+
+def _corners(rng, n, levels):
+    """Rows as ``corners`` writes them: 0 least memory, 1 least time, 3 the time of the
+    least-memory point, 4 the memory of the least-time point, 5 and 6 their radii.
+    Small integers: many ties."""
+    w = np.zeros((7, n))
+    m0 = rng.integers(0, levels, n).astype(float)
+    t1 = (levels - m0) + rng.integers(0, 3, n)      # anti-correlated: rich frontiers
+    w[0], w[1] = m0, t1
+    w[3] = t1 + rng.integers(0, 3, n)             # the least-memory point is no faster
+    w[4] = m0 + rng.integers(0, 3, n)             # the least-time point has no less memory
+    w[2] = rng.random(n)
+    w[5], w[6] = rng.random(n), rng.random(n)
+    return w
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_sorted_f0_equals_repeated_minima_with_ties(exact):
+    rng = np.random.default_rng(5)
+    sizes = 0
+    for trial in range(300):
+        n = int(rng.integers(1, 80))
+        w = _corners(rng, n, int(rng.integers(2, 60)))
+        cols = int(rng.choice([4, 256]))          # also F0 cut to its fastest points
+        ref, got = np.zeros((3, cols)), np.zeros((3, cols))
+        nf = _f0_minima(w, n, ref, cols + 1, exact)
+        assert nf >= 1
+        assert _f0_sorted(w, n, got, exact) == nf, trial
+        assert np.array_equal(got[:, :nf], ref[:, :nf]), trial
+        assert np.all(np.diff(got[0, :nf]) > 0) and np.all(np.diff(got[1, :nf]) < 0)
+        sizes = max(sizes, nf)
+        if nf > F0_MINIMA:
+            assert _f0_minima(w, n, np.zeros((3, cols)), F0_MINIMA, exact) == -1
+    assert sizes > F0_MINIMA                      # the sorted path was compared
+
+
+def test_per_candidate_helpers_count_no_references():
+    """The helpers called once per candidate or block take arrays without numba's
+    reference counts (``_jit.jit_leaf``); with them the atomic counts took a third of
+    a search's CPU time. They must be compiled without NRT, and their code (when freshly
+compiled, not read from numba's cache) must call none."""
+    from frontier._blocks import block_of, f0_covers
+    from frontier._heap import enqueue, new_buckets, new_heap, pop, push, refill, root
+    from frontier._kernels import _next_in_stream, _next_stream
+
+    layout = np.array([0, 2, 1, 0, 1, 0, 0, 0, 0, 0, 0], dtype=np.int64)
+    assert block_of(layout, np.zeros(0, dtype=np.int64), 0, 1) == (1, 1, 1)
+    hf, hx = new_heap(8)
+    lf, lx, nxt, head = new_buckets(8, 2)
+    head[:] = -1
+    nxt[:8] = np.r_[np.arange(1, 8), -1]
+    nxt[8] = 0
+    key = (1.0, 2.0, 3, 4, 5)
+    assert enqueue(hf, hx, 0, lf, lx, nxt, head, key, 0.0, 0.0, 2, 0) == 1
+    assert refill(lf, lx, nxt, head, hf, hx, 1, 2, 0) == (1, 0)
+    assert root(hf, hx) == key and pop(hf, hx, 1) == 0
+    push(hf, hx, 0, key)
+    av = np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+    blk = (0, 2, 0, 2, 0.0, 0.0, 0.0, False, False)
+    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][2] == 1
+    assert _next_in_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][4] == 1
+    assert f0_covers(np.array([[0.0], [1.0], [0.0]]), 1, 1.0, 1.0, 0.0, True)
+    for fn in (block_of, enqueue, refill, root, pop, push, _next_stream, _next_in_stream,
+               f0_covers):
+        assert fn.targetoptions.get("_nrt") is False, fn
+        with warnings.catch_warnings():          # code loaded from numba's disk cache
+            warnings.simplefilter("ignore")      # cannot be inspected: checked if fresh
+            for sig, ir in fn.inspect_llvm().items():
+                if "define" in ir:
+                    assert "NRT_incref" not in ir and "NRT_decref" not in ir, (fn, sig)
