@@ -27,7 +27,7 @@ from typing import Callable, Hashable, Optional, Sequence
 
 import numpy as np
 
-from tensoropt.simulator.graph import BufferTable, CompiledGraph, Fragment
+from tensoropt.simulator.graph import PS_PER_S, BufferTable, CompiledGraph, Fragment
 
 __all__ = ["Template", "Layout", "Registry", "splice", "empty_layout"]
 
@@ -72,6 +72,7 @@ class Registry:
         self.build = build
         self.resources = resources
         self.res_cycle_ps = res_cycle_ps
+        self._cycle_ps = {r: c for r, c in zip(resources, res_cycle_ps.tolist()) if c}
         self._res_index = {r: i for i, r in enumerate(resources)}
         self.owner: dict[str, int] = {}
         self.kind_names: list[str] = []
@@ -132,12 +133,11 @@ class Registry:
             raise ValueError(f"the fragment of key {key!r} version {v} declares resources "
                              f"{unknown} that the simulator does not have; declared: "
                              f"{list(self.resources)}")
-        cycles = {r: c for r, c in zip(self.resources, self.res_cycle_ps.tolist()) if c}
-        if frag._cycle_ps != {r: c for r, c in cycles.items() if r in frag._resources}:
+        if frag._cycle_ps != {r: c for r, c in self._cycle_ps.items() if r in frag._resources}:
             raise ValueError(f"the fragment of key {key!r} version {v} runs resources on "
                              f"cycles {frag.cycles}, the simulator on "
-                             f"{ {r: c / 1e12 for r, c in cycles.items()} }; make fragments "
-                             "with new_fragment()")
+                             f"{ {r: c / PS_PER_S for r, c in self._cycle_ps.items()} }; make "
+                             "fragments with new_fragment()")
         rmap = [self._res_index[r] for r in frag.resources]
         for name in frag._names:
             o = self.owner.setdefault(name, k)

@@ -104,15 +104,6 @@ class TaskGraph:
                  cycles: Optional[Mapping[str, float]] = None) -> None:
         self._resources: dict[str, int] = {}
         self._cycle_ps: dict[str, int] = {}
-        if isinstance(resources, str):
-            resources = [resources]
-        for r in resources:
-            self.add_resource(r)
-        for r, cycle_s in (cycles or {}).items():
-            if r not in self._resources:
-                raise ValueError(f"cycles names resource {r!r}, which is not declared; "
-                                 f"declared: {sorted(self._resources)}")
-            self.add_resource(r, cycle_s)
         self._index: dict[str, int] = {}
         self._names: list[str] = []
         self._kinds: list[str] = []
@@ -123,6 +114,15 @@ class TaskGraph:
         self._deps: dict[tuple[str, str], None] = {}        # an ordered set
         self._buffers: list[_BufferSpec] = []
         self._buffer_names: set[str] = set()
+        if isinstance(resources, str):
+            resources = [resources]
+        for r in resources:
+            self.add_resource(r)
+        for r, cycle_s in (cycles or {}).items():
+            if r not in self._resources:
+                raise ValueError(f"cycles names resource {r!r}, which is not declared; "
+                                 f"declared: {sorted(self._resources)}")
+            self.add_resource(r, cycle_s)
 
     # -- building ----------------------------------------------------------------------
 
@@ -146,7 +146,7 @@ class TaskGraph:
         self._resources.setdefault(_check_resource_name(name), len(self._resources))
         cycle_ps = seconds_to_ps(cycle_s, f"resource {name!r}: cycle_s")
         if cycle_ps and self._cycle_ps.get(name) != cycle_ps:
-            if any(self._resources[name] in r for r in getattr(self, "_res", ())):
+            if any(self._resources[name] in r for r in self._res):
                 raise ValueError(f"resource {name!r} is already held by a task; give its "
                                  "cycle before adding tasks")
             self._cycle_ps[name] = cycle_ps
@@ -316,7 +316,6 @@ class TaskGraph:
             res_ptr=np.cumsum([0] + [len(r) for r in self._res], dtype=np.int64),
             res_idx=np.array([q for r in self._res for q in r], dtype=np.int64),
             edge_src=src, edge_dst=dst, meta=tuple(self._meta), buffers=buffers)
-
 
     def _cycle_array(self) -> np.ndarray:
         return np.array([self._cycle_ps.get(r, 0) for r in self._resources], dtype=np.int64)

@@ -102,7 +102,6 @@ from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice"]
 
 
-
 @dataclass(frozen=True)
 class EdgeChoice:
     """An edge's state: its plan and its consumer's configuration (for the partial

@@ -315,3 +315,14 @@ def test_a_boundary_task_done_in_one_run_only_does_not_block_realignment(base, n
     _assert_same(t, sim.simulate_full([new, 0, 0]))
     assert t.stats.mode == "delta"
     assert t.stats.mirrored_tasks >= 30, t.stats
+
+
+def test_a_fragment_made_without_the_simulator_s_cycles_is_refused():
+    def build(key, version):
+        f = Fragment(["chain:0"])                    # not new_fragment(): no cycle on chain:0
+        f.add_task(f"{key}/c", "collective", ["chain:0"], 1e-6)
+        return f
+
+    sim = DeltaSimulator(["a"], build, ["chain:0"], cycles={"chain:0": 1e-3})
+    with pytest.raises(ValueError, match="make fragments with new_fragment"):
+        sim.simulate([0])
