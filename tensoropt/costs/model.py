@@ -98,6 +98,7 @@ class WithCycle:
 
     collectives: Collectives
     cycle_s: float
+    _tiny: dict = field(default_factory=dict, compare=False, repr=False)   # per scheme
 
     def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
         base = self.collectives.time_s(collective, nbytes, group_size, stride)
@@ -110,9 +111,12 @@ class WithCycle:
     def tiny_s(self, collective: str, group_size: int, stride: int) -> float:
         """The provider's least time for a tiny buffer (4 to 4096 bytes per rank): one
         size alone can carry an outlier (a calibration's first call of a kind once ran
-        1.7-2.8 ms against 1.07 ms for the sizes after it)."""
-        return min(self.collectives.time_s(collective, 4 * group_size << k, group_size, stride)
-                   for k in range(11))
+        1.7-2.8 ms against 1.07 ms for the sizes after it). Asked once per scheme."""
+        key = (collective, group_size, stride)
+        if key not in self._tiny:
+            self._tiny[key] = min(self.collectives.time_s(collective, 4 * group_size << k,
+                                                          group_size, stride) for k in range(11))
+        return self._tiny[key]
 
 
 class Remembered:
