@@ -23,12 +23,11 @@ collective gives.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 from tensoropt._tf import import_tensorflow
+from tensoropt.execution.calibration_overheads import slowest_median_s
 from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.simulator.engine import simulate
 from tensoropt.simulator.graph import TaskGraph
@@ -94,15 +93,7 @@ def main(argv=None) -> int:
     feed = {x: np.ones(16, np.float32)}
 
     def timed(fetch) -> float:
-        for _ in range(3):
-            session.run(fetch, feed)
-        mine = []
-        for _ in range(args.repeats):
-            comm.Barrier()
-            start = time.perf_counter()
-            session.run(fetch, feed)
-            mine.append(time.perf_counter() - start)
-        return statistics.median(max(v) for v in zip(*comm.allgather(mine)))
+        return slowest_median_s(comm, lambda: session.run(fetch, feed), args.repeats)
 
     back_to_back, compute, measured = timed(tiny), timed(compute_only), timed(mixed)
     if hvd.rank() == 0:

@@ -30,7 +30,7 @@ import statistics
 import time
 from typing import Any
 
-__all__ = ["measure_overheads"]
+__all__ = ["measure_overheads", "slowest_median_s"]
 
 
 def _session(tf, graph, threads: int):
@@ -41,17 +41,18 @@ def _session(tf, graph, threads: int):
     return tf.compat.v1.Session(graph=graph, config=config)
 
 
-def _timed(cal, run, repeats: int) -> float:
-    """Median over ``repeats`` of the slowest rank's seconds for ``run()``."""
+def slowest_median_s(comm, run, repeats: int) -> float:
+    """Median over ``repeats`` of the slowest rank's seconds for ``run()`` (every rank of
+    ``comm`` calls it; each repeat starts at a barrier)."""
     run()  # warm up (and let horovod negotiate each name once)
     run()
     mine = []
     for _ in range(repeats):
-        cal.comm.Barrier()
+        comm.Barrier()
         start = time.perf_counter()
         run()
         mine.append(time.perf_counter() - start)
-    slowest = [max(v) for v in zip(*cal.comm.allgather(mine))]
+    slowest = [max(v) for v in zip(*comm.allgather(mine))]
     return statistics.median(slowest)
 
 
@@ -92,16 +93,16 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
     session = _session(tf, graph, cal.intra_threads)
     try:
         def slope(kind: str, n: int) -> float:
-            t1 = _timed(cal, lambda: session.run(fetches[(kind, 1)]), repeats)
-            tn = _timed(cal, lambda: session.run(fetches[(kind, n)]), repeats)
+            t1 = slowest_median_s(cal.comm, lambda: session.run(fetches[(kind, 1)]), repeats)
+            tn = slowest_median_s(cal.comm, lambda: session.run(fetches[(kind, n)]), repeats)
             return max(0.0, (tn - t1) / (n - 1))
 
         out = {"op_s": slope("op", op_chain), "chain": chain, "op_chain": op_chain}
         if cal.size > 1:
             out["collective_s"] = slope("collective", chain)
-            alone = _timed(cal, lambda: session.run(fetches["matmul"]), repeats)
-            both = _timed(cal, lambda: session.run([fetches["matmul"], fetches["allreduce"]]), repeats)
-            reduce_only = _timed(cal, lambda: session.run(fetches["allreduce"]), repeats)
+            alone = slowest_median_s(cal.comm, lambda: session.run(fetches["matmul"]), repeats)
+            both = slowest_median_s(cal.comm, lambda: session.run([fetches["matmul"], fetches["allreduce"]]), repeats)
+            reduce_only = slowest_median_s(cal.comm, lambda: session.run(fetches["allreduce"]), repeats)
             out["compute_slowdown"] = max(1.0, both / max(alone, reduce_only))
         return out
     finally:
