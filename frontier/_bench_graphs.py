@@ -2,7 +2,8 @@
 
 Each row tracks one graph in a child process (``bench.run_in_child``) and prints the wall and
 CPU seconds, the frontier's size, T (a time no strategy beats), the error bound (the
-largest radius, as a share of T; and the old summed bound for comparison) and the
+largest radius, as a share of T; the old summed bound for comparison; and the largest
+radius as a share of its point's own time, what ``--relative`` bounds) and the
 child's peak resident memory (VmHWM, which includes building the graph).
 
 Graphs:
@@ -15,6 +16,7 @@ Graphs:
 Usage::
 
     python -m frontier.bench --synthetic-hard --epsilon 0.05 --threads 2
+    python -m frontier.bench --synthetic-hard --epsilon 0.05 --relative
     python -m frontier.bench --graph vgg16_16.npz,transformer_16.npz --timeout 900
     python -m frontier.bench --graph inception_v3_16.npz --epsilon 0.01 --steps
 """
@@ -70,14 +72,14 @@ def _peak_rss_bytes() -> int:
 
 
 def run_graph(source: str, method: str, threads: int, epsilon: Optional[float],
-              max_candidates: Optional[int]) -> dict[str, Any]:
+              max_candidates: Optional[int], relative: bool = False) -> dict[str, Any]:
     """Builds (or loads) one graph and tracks it; returns the row's figures."""
     from frontier import track
 
     g = build(source)
     c0, w0 = time.process_time(), time.perf_counter()
     res = track(g, method=method, threads=threads, epsilon=epsilon,
-                max_candidates=max_candidates)
+                max_candidates=max_candidates, relative=relative)
     c1, w1 = time.process_time(), time.perf_counter()
     s = res.stats
     lower = s.time_lower_bound_s or 1.0
@@ -85,12 +87,14 @@ def run_graph(source: str, method: str, threads: int, epsilon: Optional[float],
             "points": len(res.points), "max_cell": s.max_cell_points,
             "heuristic": s.heuristic_eliminations, "T": s.time_lower_bound_s,
             "bound": s.time_error_bound_s / lower,
-            "summed": s.summed_bound_s / lower, "rss": _peak_rss_bytes(),
+            "summed": s.summed_bound_s / lower, "relative": s.relative_error_bound,
+            "rss": _peak_rss_bytes(),
             "by_step": s.seconds_by_step, "slowest": s.slowest_steps}
 
 
 def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[float],
-               max_candidates: Optional[int], timeout: float, steps: bool = False) -> None:
+               max_candidates: Optional[int], timeout: float, steps: bool = False,
+               relative: bool = False) -> None:
     """Runs every graph in a child with ``timeout`` seconds and prints a row each; with
     ``steps``, also (as ``#`` lines) the seconds per kind of elimination and the slowest
     eliminations (``TrackStats.slowest_steps``)."""
@@ -99,12 +103,13 @@ def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[
     for src in sources:
         check_source(src)
     cols = ["graph", "nodes", "edges", "wall_s", "cpu_s", "points", "max_cell", "heur",
-            "T_s", "bound_%T", "summed_%T", "peak_GiB"]
-    print(f"# method={method} threads={threads} epsilon={epsilon} "
+            "T_s", "bound_%T", "summed_%T", "own_%t", "peak_GiB"]
+    print(f"# method={method} threads={threads} epsilon={epsilon} relative={relative} "
           f"max_candidates={max_candidates}")
     print(f"{cols[0]:>26} " + " ".join(f"{c:>10}" for c in cols[1:]))
     for src in sources:
-        out = run_in_child(run_graph, (src, method, threads, epsilon, max_candidates), timeout,
+        out = run_in_child(run_graph, (src, method, threads, epsilon, max_candidates, relative),
+                           timeout,
                            label=src)
         name = os.path.basename(src)
         if "stopped" in out:
@@ -113,7 +118,7 @@ def print_rows(sources: list[str], method: str, threads: int, epsilon: Optional[
         row = [out["nodes"], out["edges"], f"{out['wall']:.1f}", f"{out['cpu']:.1f}",
                out["points"], out["max_cell"], out["heuristic"], f"{out['T']:.4g}",
                f"{out['bound']:.3%}",
-               f"{out['summed']:.3%}",
+               f"{out['summed']:.3%}", f"{out['relative']:.3%}",
                f"{out['rss'] / 2**30:.2f}" if out["rss"] >= 0 else "-"]
         print(f"{name:>26} " + " ".join(f"{str(c):>10}" for c in row), flush=True)
         if steps:

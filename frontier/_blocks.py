@@ -271,7 +271,7 @@ def small_candidates(layout, bmap, c, T, live, buf, opts):
 
 
 @jit
-def single_cell(layout, c, T, w, live, budget, exact):
+def single_cell(layout, c, T, w, live, budget, exact, rel):
     """Output cell c of a COMBINE whose cells all hold one point: each block is one
     candidate, so the frontier is found by repeated minima of time below a memory
     bound, with no sorting (most node eliminations). Writes the frontier's blocks x to
@@ -321,7 +321,7 @@ def single_cell(layout, c, T, w, live, budget, exact):
     for s in range(1, h):                    # thinning within the budget
         y, keeper = live[s], live[kept - 1]
         drop = w[1, keeper] - w[1, y]
-        if w[2, y] + drop <= budget:
+        if w[2, y] + drop <= budget + rel * w[1, keeper]:
             gap = max(gap, drop)
             w[2, keeper] = max(w[2, keeper], w[2, y] + drop)
         else:

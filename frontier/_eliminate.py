@@ -54,6 +54,7 @@ class Options:
 
     threads: int = 1
     epsilon: Optional[float] = None
+    relative: bool = False           # epsilon bounds each point's error relative to its time
     max_candidates: Optional[int] = None
     time_scale_s: float = 0.0        # T: the least time of any strategy
     progress: Optional[Callable[[int, int], None]] = None
@@ -99,9 +100,18 @@ class Work:
             self._add_edge(ec.src, ec.dst, tid)
 
     # ------------------------------------------------------------ bookkeeping
+    @property
+    def rel(self) -> float:
+        """With ``relative``, a kept point's radius may reach this share of its own time:
+        eps / (1 + eps), so that a point t - r >= t / (1 + eps) (see ``track``)."""
+        if self.opt.epsilon is None or not self.opt.relative:
+            return 0.0
+        return self.opt.epsilon / (1.0 + self.opt.epsilon)
+
     def budget(self, *tids: int) -> float:
-        """The thinning budget (seconds) of a table made from ``tids``."""
-        if self.opt.epsilon is None:
+        """The thinning budget (seconds) of a table made from ``tids`` (0 with
+        ``relative``: then ``rel`` alone bounds the radii)."""
+        if self.opt.epsilon is None or self.opt.relative:
             return 0.0
         return self.opt.epsilon * sum(self.st.lower[t] for t in tids)
 
@@ -231,7 +241,7 @@ class Work:
 
         def compute():
             t, ia, ib = cell_product(self.st.table(a), self.st.table(b), bmap, budget=budget,
-                                     threads=self.opt.threads, counts=self.tally)
+                                     threads=self.opt.threads, counts=self.tally, rel=self.rel)
             return t, (ia, ib)
         return self.remembered("product", (a, b), (bmap, budget), compute)
 
@@ -251,7 +261,8 @@ class Work:
             def compute():
                 t, ia, ib = cell_product_shared(self.st.table(x), self.st.table(y), self.K[u],
                                                 self.K[v], budget=budget,
-                                                threads=self.opt.threads, counts=self.tally)
+                                                threads=self.opt.threads, counts=self.tally,
+                                                rel=self.rel)
                 return t, (ia, ib)
             prev, acc = acc, self.remembered("edge", (x, y), (self.K[u], self.K[v], budget),
                                              compute)
@@ -289,7 +300,7 @@ class Work:
             t, ia, ib, kk = combine_shared(self.st.table(a_id), self.st.table(b_id),
                                            Shape(kh, kv, kj), mid=nv_single,
                                            threads=self.opt.threads, budget=budget,
-                                           counts=self.tally)
+                                           counts=self.tally, rel=self.rel)
             return t, (ia, ib, kk)[:len(parents)]
         new = self.remembered("node", parents, (kh, kv, kj, budget), compute)
         self._remove_edge(ehv)
@@ -320,7 +331,7 @@ class Work:
             t, ia, ib, kk = combine_shared(self.st.table(nv), self.st.table(b_id),
                                            Shape(1, kv, ku), post=nu_single,
                                            threads=self.opt.threads, budget=budget,
-                                           counts=self.tally)
+                                           counts=self.tally, rel=self.rel)
             if nu_single is None:
                 return t, (ia, ib)
             return t, (ia, ib, np.repeat(np.arange(ku, dtype=IDX), t.counts()))

@@ -18,7 +18,8 @@ Error radii (see ``_table``): a candidate's radius is the sum of its parts' radi
 candidate dropped for the last kept point p (which has no more memory) raises p's radius
 to at least ``r + t_p - t``; this holds for dominated candidates too, and for skipped
 ones (bounded through the suffix maxima, which are exact for whole stream ends). A
-faster candidate is also dropped when that keeps p's radius within ``budget``. With
+faster candidate is also dropped when that keeps p's radius within ``budget + rel *
+t_p`` (``rel`` > 0: an error relative to each point's own time). With
 ``exact=True`` (no radii, budget 0) the radius bookkeeping is skipped; streams jump over
 dominated candidates by galloping search (also with radii, where the candidates skipped
 share one radius).
@@ -32,7 +33,7 @@ releases the GIL, so threads can run cell ranges side by side, and is cached on 
 
 Usage (``_values`` prepares the arguments)::
 
-    f, i, off, counts, gap = merge_range(layout, bmap, (A, B, mid), budget, exact)
+    f, i, off, counts, gap = merge_range(layout, bmap, (A, B, mid), budget, rel, exact)
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ def _merge_cell(where, T, buf, state):
 
     ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
     ``buf = ((hf, hx), (lf, lx, nxt, head), of, oi)``: the heap and the bucket lists
-    in front of it (``_heap``); ``state = (nout, budget, exact, (lo, scale, nb))``: the
-    buckets (one: the heap alone). Returns (the new nout, candidates examined, the
+    in front of it (``_heap``); ``state = (nout, (budget, rel), exact, (lo, scale, nb))``:
+    the    buckets (one: the heap alone). Returns (the new nout, candidates examined, the
     largest thinning gap). Separate from ``merge_range``, and with each table's values
     in one array, so that numba counts no references in the loop: it does when an
     array is reassigned in a loop, taken out of a tuple, or passed to a function it
@@ -199,7 +200,7 @@ def _merge_cell(where, T, buf, state):
     """
     layout, bmap, c, live, corner = where
     (hf, hx), (lf, lx, nxt, head), of, oi = buf
-    nout, budget, exact, (lo, scale, nb) = state
+    nout, (budget, rel), exact, (lo, scale, nb) = state
     av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
     has_mid, a_rad, b_rad = mid.shape[1] > 0, layout[8], layout[9]
     examined = 0
@@ -236,7 +237,7 @@ def _merge_cell(where, T, buf, state):
         if t >= v:                               # dominated by the last kept point
             if not exact:
                 _raise(of, last, r + (v - t))
-        elif last >= 0 and r + (v - t) <= budget:    # thinned: the keeper stands for it
+        elif last >= 0 and r + (v - t) <= budget + rel * v:   # thinned: the keeper stands for it
             gap = max(gap, v - t)
             _raise(of, last, r + (v - t))
         elif last >= 0 and of[last, 0] == m:         # same memory, faster: replaces it
@@ -274,11 +275,11 @@ def _merge_cell(where, T, buf, state):
 
 
 @jit
-def _keep_single(layout, c, T, corner, live, budget, exact, out):
+def _keep_single(layout, c, T, corner, live, budget, exact, out, rel):
     """Output cell c of a COMBINE of one-point cells (``single_cell``), appended to
     ``out = (of, oi, nout)``; returns (the new out, points found or -1, thinning gap)."""
     of, oi, nout = out
-    h, g = single_cell(layout, c, T, corner, live, budget, exact)
+    h, g = single_cell(layout, c, T, corner, live, budget, exact, rel)
     if h < 0:
         return out, h, 0.0
     if nout + h > len(of):
@@ -298,9 +299,9 @@ def _keep_single(layout, c, T, corner, live, budget, exact, out):
 @jit
 def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
     """Output cell c from its few candidates, sorted (``small_candidates``), appended
-    to ``state = (of, oi, nout, budget, exact, nf)``; returns (of, oi, nout, examined,
+    to ``state = (of, oi, nout, (budget, rel), exact, nf)``; returns (of, oi, nout, examined,
     gap)."""
-    of, oi, nout, budget, exact, nf = state
+    of, oi, nout, (budget, rel), exact, nf = state
     n = small_candidates(layout, bmap, c, T, live[:nlive], small, (exact, nf))
     if nout + n > len(of):
         of, oi = grow_rows(of, oi, nout + n)
@@ -311,7 +312,7 @@ def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
     for s in range(n):
         x = order[s]
         m, t, r = sf[0, x], sf[1, x], sf[2, x]
-        if last >= 0 and (t >= v or r + (v - t) <= budget):
+        if last >= 0 and (t >= v or r + (v - t) <= budget + rel * v):
             if t < v:
                 gap = max(gap, v - t)
             if not exact:
@@ -346,7 +347,7 @@ def _buckets(want, corner, live, nlive):
 
 
 @jit
-def merge_range(layout, bmap, T, budget, exact):
+def merge_range(layout, bmap, T, budget, rel, exact):
     """Output cells ``layout[3]`` .. ``layout[4] - 1`` of a merge (see module doc).
 
     Args:
@@ -359,8 +360,9 @@ def merge_range(layout, bmap, T, budget, exact):
             per stream and block of a heaped cell (``_heap``; 0: the heap alone).
         T: ``(A, B, mid)``, tables ``(vals, off, summary)`` and the mid rows (see the
             module doc).
-        budget: seconds; a faster candidate is dropped when its keeper's radius stays
-            within it. exact: no radii anywhere and budget 0.
+        budget, rel: a faster candidate is dropped when its keeper's radius stays
+            within ``budget + rel * (the keeper's time)`` (seconds). exact: no radii
+            anywhere, budget 0 and rel 0.
 
     Returns:
         ``(f, i, off, counts, gap)``: per kept point (memory, time, radius) and (index
@@ -387,7 +389,7 @@ def merge_range(layout, bmap, T, budget, exact):
     for c in range(c0, c1):
         if single:
             (of, oi, nout), h, g = _keep_single(layout, c, T, corner, live, budget, exact,
-                                                (of, oi, nout))
+                                                (of, oi, nout), rel)
             if h >= 0:
                 examined += K
                 merged += K
@@ -405,7 +407,7 @@ def merge_range(layout, bmap, T, budget, exact):
             streams += min(na, nb)
         if total <= min(layout[6], SMALL_BUFFER):   # few candidates: sort, no heap
             of, oi, nout, n, g = _sorted_cell(layout, bmap, c, T, nlive, live, small,
-                                              (of, oi, nout, budget, exact, nf))
+                                              (of, oi, nout, (budget, rel), exact, nf))
         else:
             # Room for every candidate's output, and a heap entry per stream and block.
             if nout + total > len(of):
@@ -417,7 +419,7 @@ def merge_range(layout, bmap, T, budget, exact):
                 Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
             clear_buckets(Q[3], nb, Q[2], streams + nlive + 2)
             nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
-                                     (H, Q, of, oi), (nout, budget, exact, (lo, scale, nb)))
+                                     (H, Q, of, oi), (nout, (budget, rel), exact, (lo, scale, nb)))
         examined += n
         gap = max(gap, g)
         ooff[c - c0 + 1] = nout

@@ -49,7 +49,7 @@ def _union(work: Work, v: int) -> int:
     budget = work.budget(nt)
 
     def compute():
-        t, idx = union_all(work.st.table(nt), budget=budget, counts=work.tally)
+        t, idx = union_all(work.st.table(nt), budget=budget, counts=work.tally, rel=work.rel)
         return t, (idx,)
     return work.remembered("union", (nt,), (budget,), compute)
 

@@ -34,7 +34,7 @@ def _note(counts: Optional[MergeCounts], **add: int) -> None:
 
 def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
                     post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
-                    counts: Optional[MergeCounts] = None):
+                    counts: Optional[MergeCounts] = None, rel: float = 0.0):
     """``combine`` with equal configurations shared.
 
     Configurations k whose rows of ``b`` are identical are merged first: the union over
@@ -48,7 +48,7 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
     cb = b.counts().reshape(K, P)
     if count_groups(cb) * count_groups(cb.T) * 4 > K * P * 3:    # too few equal, surely
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
-                       counts=counts)
+                       counts=counts, rel=rel)
     rg, rrep = row_groups(b, K, P)
     bt, _ = transpose(b, K, P)
     cg, crep = row_groups(bt, P, K)
@@ -56,14 +56,14 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
     _note(counts, row_groups=G, col_groups=H, rows=K, cols=P)
     if G * H * 4 > K * P * 3:
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
-                       counts=counts)
+                       counts=counts, rel=rel)
     a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, counts=counts)
     b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
     if post is not None:
         assert single_point_cells(post) and post.ncells == P
         budget = max(0.0, budget - radius_max(post))
     c2, ia2, ib2, _ = combine(a2, b2, Shape(W, G, H), threads=threads, budget=budget,
-                              counts=counts)
+                              counts=counts, rel=rel)
     c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
     ia = ia_a2[ia2[cidx]]
     kk = k_a2[ia2[cidx]]
@@ -81,7 +81,7 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
 
 def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
                    post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
-                   counts: Optional[MergeCounts] = None):
+                   counts: Optional[MergeCounts] = None, rel: float = 0.0):
     """``combine_grouped`` computed once per group of identical rows w of ``a``.
 
     Rows w, w' of ``a`` with identical frontiers give identical result rows, so only
@@ -91,14 +91,14 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     W, K, P = shape.W, shape.K, shape.P
     if W > 1 and count_groups(a.counts().reshape(W, K)) == W:     # all rows differ
         return combine_grouped(a, b, shape, mid=mid, post=post, threads=threads,
-                               budget=budget, counts=counts)
+                               budget=budget, counts=counts, rel=rel)
     wg, wrep = row_groups(a, W, K) if W > 1 else (np.zeros(1, IDX), np.zeros(1, IDX))
     if len(wrep) == W:
         return combine_grouped(a, b, shape, mid=mid, post=post, threads=threads,
-                               budget=budget, counts=counts)
+                               budget=budget, counts=counts, rel=rel)
     ar, ar_src = gather(a, (wrep[:, None] * K + np.arange(K)[None, :]).reshape(-1))
     c, ia, ib, kk = combine_grouped(ar, b, Shape(len(wrep), K, P), mid=mid, post=post,
-                                    threads=threads, budget=budget, counts=counts)
+                                    threads=threads, budget=budget, counts=counts, rel=rel)
     cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
     kk = kk[cidx]
     ib = ib[cidx]
@@ -116,25 +116,26 @@ def _joint_groups(x: Table, y: Table, R: int, C: int):
 
 
 def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0.0,
-                        threads: int = 1, counts: Optional[MergeCounts] = None):
+                        threads: int = 1, counts: Optional[MergeCounts] = None,
+                        rel: float = 0.0):
     """``cell_product(a, b, identity)`` for two R x C tables, computed once per group of
     rows identical in both and columns identical in both, then copied (Eq. 5)."""
     ca, cb = a.counts().reshape(R, C), b.counts().reshape(R, C)
     if count_groups(ca, cb) * count_groups(ca.T, cb.T) * 4 > R * C * 3:
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
-                            counts=counts)
+                            counts=counts, rel=rel)
     rg, rrep = _joint_groups(a, b, R, C)
     at, _ = transpose(a, R, C)
     bt, _ = transpose(b, R, C)
     cg, crep = _joint_groups(at, bt, C, R)
     if len(rrep) * len(crep) * 4 > R * C * 3:
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
-                            counts=counts)
+                            counts=counts, rel=rel)
     cells = (rrep[:, None] * C + crep[None, :]).reshape(-1)
     asub, asrc = gather(a, cells)
     bsub, bsrc = gather(b, cells)
     csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), budget=budget,
-                                threads=threads, counts=counts)
+                                threads=threads, counts=counts, rel=rel)
     H = len(crep)
     c, cidx = gather(csub, (rg[:, None] * H + cg[None, :]).reshape(-1))
     out_cell = cell_ids(c)

@@ -134,9 +134,9 @@ def _chunks(spec: _Merge, threads: int) -> list[tuple[int, int]]:
 
 
 def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
-         threads: int, counts: Optional[MergeCounts]):
+         threads: int, counts: Optional[MergeCounts], rel: float = 0.0):
     """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k)."""
-    exact = budget <= 0 and a.radius is None and b.radius is None and (
+    exact = budget <= 0 and rel <= 0 and a.radius is None and b.radius is None and (
         mid is None or mid.radius is None)
     T = (_kernel_table(a, exact), _kernel_table(b, exact), _mid_rows(mid))
     bmap = np.ascontiguousarray(spec.bmap, dtype=IDX)
@@ -148,7 +148,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
                            SMALL_CELL_CANDIDATES, SINGLE_CELL_POINTS, a.radius is not None,
                            b.radius is not None, HEAP_BUCKETS], dtype=IDX)
-        return K_.merge_range(layout, bmap, T, float(max(budget, 0.0)), exact)
+        return K_.merge_range(layout, bmap, T, float(max(budget, 0.0)), float(rel), exact)
 
     ranges = _chunks(spec, threads)
     if len(ranges) > 1:
@@ -220,7 +220,7 @@ def thin(t: Table, delta: float) -> tuple[Table, np.ndarray, float]:
 
 
 def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
-                 threads: int = 1, counts: Optional[MergeCounts] = None):
+                 threads: int = 1, counts: Optional[MergeCounts] = None, rel: float = 0.0):
     """Cellwise product: output cell c = reduce(a[c] (x) b[bmap[c]]).
 
     Returns:
@@ -228,7 +228,7 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
     """
     C = a.ncells
     na, nb = a.counts(), b.counts()[bmap]
-    if budget <= 0 and (np.all(nb == 1) or np.all(na == 1)):
+    if budget <= 0 and rel <= 0 and (np.all(nb == 1) or np.all(na == 1)):
         # Translating a frontier keeps it a frontier: no reduce needed.
         if np.all(nb == 1):
             ia = np.arange(a.npoints, dtype=IDX)
@@ -244,16 +244,17 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
             rad = a.radii()[ia] + b.radii()[ib]
         return Table(a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], off, rad), ia, ib
     spec = _Merge(K_.PRODUCT, 1, 1, C, np.asarray(bmap, dtype=IDX), (na * nb).astype(float))
-    t, ia, ib, _ = _run(spec, a, b, None, budget=budget, threads=threads, counts=counts)
+    t, ia, ib, _ = _run(spec, a, b, None, budget=budget, threads=threads, counts=counts,
+                        rel=rel)
     return t, ia, ib
 
 
-def union_all(a: Table, *, budget: float = 0.0,
-              counts: Optional[MergeCounts] = None) -> tuple[Table, np.ndarray]:
+def union_all(a: Table, *, budget: float = 0.0, counts: Optional[MergeCounts] = None,
+              rel: float = 0.0) -> tuple[Table, np.ndarray]:
     """Union of all cells, reduced, as a one-cell table."""
     zero = Table(np.zeros(1), np.zeros(1), np.array([0, 1], dtype=IDX))
     spec = _Merge(K_.UNION, a.ncells, 1, 1)
-    t, ia, _, _ = _run(spec, a, zero, None, budget=budget, threads=1, counts=counts)
+    t, ia, _, _ = _run(spec, a, zero, None, budget=budget, threads=1, counts=counts, rel=rel)
     return t, ia
 
 
@@ -279,7 +280,7 @@ def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Tab
 
 def combine(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
             post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
-            counts: Optional[MergeCounts] = None):
+            counts: Optional[MergeCounts] = None, rel: float = 0.0):
     """Cell (w, p) of the result = reduce(U_k a[w,k] (x) mid[k] (x) b[k,p]) (x) post[p].
 
     ``a`` has cells ``w*K + k``, ``b`` cells ``k*P + p``; ``mid`` (K cells) and ``post``
@@ -302,7 +303,8 @@ def combine(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
         budget = max(0.0, budget - radius_max(post))
     spec = _Merge(K_.COMBINE, K, P, W * P, _EMPTY_IDX, work.reshape(-1).astype(float))
     bt, bidx = transpose(b, K, P)      # cells p*K + k: a cell's blocks are contiguous
-    t, ia, ib, kk = _run(spec, a, bt, mid, budget=budget, threads=threads, counts=counts)
+    t, ia, ib, kk = _run(spec, a, bt, mid, budget=budget, threads=threads, counts=counts,
+                         rel=rel)
     ib = bidx[ib]
     if post is not None:
         pc = cell_ids(t) % P

@@ -7,6 +7,7 @@ Usage::
     python -m frontier.bench --shape residual --n 400 --k 256 --methods ldp
     python -m frontier.bench --threads 1,2 --shape chain --n 200 --k 64
     python -m frontier.bench --synthetic-hard --epsilon 0.05   # issue 14's random graphs
+    python -m frontier.bench --synthetic-hard --epsilon 0.05 --relative --threads 2
     python -m frontier.bench --graph model.npz --max-candidates 1000000   # a saved graph
     python -m frontier.bench --graph model.npz --epsilon 0.01 --steps  # + slowest steps
 
@@ -116,6 +117,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="instead, comma list of CostGraph.save files or hard:SHAPE:N:K")
     ap.add_argument("--epsilon", type=float, default=None,
                     help="with --synthetic-hard / --graph: track's epsilon")
+    ap.add_argument("--relative", action="store_true",
+                    help="with --epsilon: each point's error relative to its own time")
     ap.add_argument("--max-candidates", type=int, default=None,
                     help="with --synthetic-hard / --graph: track's max_candidates")
     ap.add_argument("--steps", action="store_true",
@@ -130,7 +133,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"timeout={a.timeout:g}s")
         method = a.methods.split(",")[0]
         print_rows(sources, method, _ints(a.threads)[0], a.epsilon, a.max_candidates,
-                   a.timeout, steps=a.steps)
+                   a.timeout, steps=a.steps, relative=a.relative)
         return 0
     if a.quick:
         a.n, a.k = "50,100", "16,64"

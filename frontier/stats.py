@@ -56,7 +56,8 @@ class TrackStats:
 
     Attributes:
         method: "ldp" or "elimination"; threads: kernel threads; heuristic: the rule
-            of heuristic elimination; epsilon, max_candidates: as given to ``track``.
+            of heuristic elimination; epsilon, relative, max_candidates: as given to
+            ``track``.
         num_nodes, num_edges: of the graph.
         node_eliminations, edge_eliminations, branch_eliminations,
             heuristic_eliminations: how many of each elimination ran (Section 3.2);
@@ -95,6 +96,10 @@ class TrackStats:
         time_error_bound_s: the largest error radius on the returned frontier: every
             exact frontier point has a returned point with no more memory and at most
             this many seconds more time. 0.0 when nothing was thinned.
+        relative_error_bound: the largest ``r / (t - r)`` of a returned point (time t,
+            radius r): every exact frontier point has a returned point with no more
+            memory and at most this share more time than its own (<= epsilon with
+            ``relative``). 0.0 when nothing was thinned.
         summed_bound_s: the bound the same run would report if it summed the largest
             thinning gap of every reduction instead of tracking radii (the method before
             radii); never below ``time_error_bound_s``.
@@ -109,6 +114,7 @@ class TrackStats:
     threads: int
     heuristic: Heuristic
     epsilon: Optional[float]
+    relative: bool
     max_candidates: Optional[int]
     num_nodes: int
     num_edges: int
@@ -139,6 +145,7 @@ class TrackStats:
     memo_hits: int
     time_lower_bound_s: float
     time_error_bound_s: float
+    relative_error_bound: float
     summed_bound_s: float
     num_points: int
     stored_pointer_bytes: int

@@ -118,10 +118,20 @@ def _time_lower_bound(graph: CostGraph) -> float:
     return lower + sum(float(graph.edge(e).time.min()) for e in range(graph.num_edges))
 
 
+def _relative_error(table) -> float:
+    """The largest ``r / (t - r)`` over the table's points (0.0 without radii)."""
+    if table.radius is None or table.npoints == 0:
+        return 0.0
+    r = table.radii()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(r > 0, r / (table.time - r), 0.0)
+    return float(share.max())
+
+
 def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
           heuristic: Any = "min_memory", epsilon: Optional[float] = None,
           progress: Optional[Callable[[int, int], None]] = None,
-          max_candidates: Optional[int] = None) -> TrackResult:
+          max_candidates: Optional[int] = None, relative: bool = False) -> TrackResult:
     """Finds the (memory, time) cost frontier of all strategies of ``graph``.
 
     Args:
@@ -150,6 +160,16 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             thinned. Thinning keeps every cell's least memory exact, but times only
             within the bound, so a heuristic elimination that ranks by time may choose
             differently than without epsilon.
+        relative: with epsilon, bound each point's error by its own time instead of T:
+            for every exact frontier point q the result holds a point p with
+            ``p.mem <= q.mem`` and ``p.time <= (1 + e) q.time``, the usual e-approximate
+            Pareto set. A kept point's radius may reach ``e / (1 + e)`` of its own
+            (partial) time, so slow, low-memory plans are thinned much more than fast
+            ones, and frontiers spanning a wide range of times shrink (``stats.
+            relative_error_bound`` reports the share reached; the largest radius,
+            ``stats.time_error_bound_s``, may then exceed e * T). Radii and times both
+            add under products, so each part keeping ``r <= e / (1 + e) * t`` keeps the
+            whole graph's. Needs epsilon.
         progress: optional ``progress(done, total)``, called after each node removed
             by an elimination or an LDP step, and once at the end with done == total
             (total = number of nodes).
@@ -167,9 +187,13 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         A ``TrackResult``.
 
     Raises:
-        ValueError: bad arguments, an empty graph, or a cycle (naming its nodes).
+        ValueError: bad arguments (relative without epsilon among them), an empty graph,
+            or a cycle (naming its nodes).
     """
     heuristic = _check_args(method, threads, heuristic, epsilon, progress, max_candidates)
+    if relative and epsilon is None:
+        raise ValueError("relative=True bounds epsilon's error by each point's own time; give "
+                         "epsilon too (e.g. epsilon=0.05), or leave relative out")
     if graph.num_nodes == 0:
         raise ValueError("the graph has no nodes; add operators with add_node first")
     t0 = _time.perf_counter()
@@ -183,7 +207,7 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         epsilon_used, cap_used = epsilon, max_candidates
     work = Work(graph, order, store, tally,
                 Options(threads=int(threads), epsilon=epsilon_used, max_candidates=cap_used,
-                        time_scale_s=lower, progress=progress))
+                        time_scale_s=lower, progress=progress, relative=bool(relative)))
     reduce_graph(work, method, heuristic)
     t1 = _time.perf_counter()
     final = finish(work, method)
@@ -196,9 +220,11 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     t3 = _time.perf_counter()
     stats = TrackStats.from_tally(
         tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
-        max_candidates=max_candidates, num_nodes=graph.num_nodes, num_edges=graph.num_edges,
+        relative=bool(relative), max_candidates=max_candidates, num_nodes=graph.num_nodes,
+        num_edges=graph.num_edges,
         time_lower_bound_s=max(lower, store.lower[final]),
         time_error_bound_s=radius_max(table),
+        relative_error_bound=_relative_error(table),
         summed_bound_s=store.summed[final], num_points=int(table.npoints),
         stored_pointer_bytes=store.bytes, peak_pointer_bytes=store.peak_bytes,
         eliminate_s=t1 - t0, ldp_s=t2 - t1,

@@ -1,13 +1,15 @@
 """PaSE's benchmark models on our frontier search, beside PaSE's own DP timings.
 
     python -m tensoropt.bench pase [--models inception_v3,resnet101,pase_transformer]
-                                   [--devices 16,32,64] [--epsilon E] [--max-candidates N]
+                                   [--devices 16,32,64] [--epsilon E [--relative]]
+                                   [--max-candidates N] [--threads N]
 
 For each model (the zoo's PaSE shapes: InceptionV3 and ResNet101 at batch 128, the
 Transformer at batch 64) and device count, on ``paper-v100x16`` scaled to that count, it
 prints the search's seconds split into pricing (configurations and edge tables) and
 Frontier-Tracking, its whole CPU seconds, the process's peak resident memory, the
-frontier's plan count, its error bound (0 when exact; ``+h`` when heuristic eliminations
+frontier's plan count, its error bound (seconds, 0 when exact; with ``--relative`` the
+largest share of a plan's own time, e.g. ``1.00%``; ``+h`` when heuristic eliminations
 fixed some ops, which the bound does not cover), the fastest plan's estimated time, and
 the seconds PaSE's DP took on this 2-core machine for its single minimum-time point
 (issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
@@ -57,6 +59,8 @@ def run(model: str, devices: int, search: SearchOptions) -> dict:
     return {"model": model, "devices": devices, "pricing_s": stats["build_s"],
             "tracking_s": stats["track_s"], "total_s": total, "cpu_s": cpu, "plans": len(plans),
             "bound_s": stats["frontier"].time_error_bound_s,
+            "relative_bound": (stats["frontier"].relative_error_bound
+                               if stats["frontier"].relative else None),
             "heuristic": stats["frontier"].heuristic_eliminations,
             "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
             "fastest_s": min(t for _, t in plans.points)}
@@ -92,6 +96,8 @@ def main(argv=None) -> int:
     parser.add_argument("--epsilon", type=float, default=None,
                         help="epsilon-approximate frontiers (default exact)")
     parser.add_argument("--max-candidates", type=int, default=None)
+    parser.add_argument("--relative", action="store_true",
+                        help="with --epsilon, each plan's error relative to its own time")
     parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per search")
     args = parser.parse_args(argv)
@@ -100,7 +106,7 @@ def main(argv=None) -> int:
     except ValueError:
         parser.error(f"--devices {args.devices!r}: give comma-separated ints, e.g. 16,32,64")
     search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
-                           threads=args.threads)
+                           threads=args.threads, relative=args.relative)
     print(f"{'model':<18}{'devices':>8}{'pricing s':>11}{'tracking s':>12}{'total s':>10}"
           f"{'cpu s':>8}{'peak GiB':>10}{'plans':>7}{'bound s':>11}{'fastest s':>11}"
           "  PaSE DP (one point)", flush=True)
@@ -117,7 +123,8 @@ def main(argv=None) -> int:
                 print(f"{model:<18}{devices:>8}  {r['stopped']:<78}  {_reference(model, devices)}",
                       flush=True)
                 continue
-            bound = f"{r['bound_s']:.3g}" + ("+h" if r["heuristic"] else "")
+            bound = (f"{r['bound_s']:.3g}" if r.get("relative_bound") is None
+                     else f"{r['relative_bound']:.2%}") + ("+h" if r["heuristic"] else "")
             print(f"{model:<18}{devices:>8}{r['pricing_s']:>11.1f}{r['tracking_s']:>12.1f}"
                   f"{r['total_s']:>10.1f}{r['cpu_s']:>8.1f}{r['peak_gib']:>10.2f}{r['plans']:>7}"
                   f"{bound:>11}{r['fastest_s']:>11.4f}  {_reference(model, devices)}", flush=True)

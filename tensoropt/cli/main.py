@@ -153,12 +153,16 @@ MCMC_COSTS = {"simulated": lambda tables, cluster: SimulatedCost(tables, cluster
 
 
 def _search_options(args: argparse.Namespace) -> SearchOptions:
-    return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads)
+    return SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates, threads=args.threads,
+                         relative=args.relative)
 
 
 EPSILON_HELP = ("search an epsilon-approximate frontier (e.g. 0.01): every exact plan has a "
                 "returned plan with no more memory and at most (1 + epsilon) times its time; "
                 "much faster on large models (default: exact)")
+RELATIVE_HELP = ("with --epsilon, bound each plan's error by its own time rather than by the "
+                 "fastest plan's: slow, low-memory plans are thinned more, so frontiers that "
+                 "span a wide range of times search faster")
 MAX_CANDIDATES_HELP = ("bound each Frontier-Tracking product to about this many candidate "
                        "points (e.g. 50000000) by thinning its inputs; bounds the search time "
                        "instead of the error, and prints the error bound reached "
@@ -180,6 +184,7 @@ def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=positive_int, default=1, help="Frontier-Tracking threads")
     p.add_argument("--epsilon", type=float, default=None, help=EPSILON_HELP)
     p.add_argument("--max-candidates", type=positive_int, default=None, help=MAX_CANDIDATES_HELP)
+    p.add_argument("--relative", action="store_true", help=RELATIVE_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,7 +22,8 @@ def approximation_line(track_stats: TrackStats) -> str:
     parts = []
     thinned = []
     if track_stats.epsilon is not None:
-        thinned.append(f"epsilon {track_stats.epsilon:g}")
+        thinned.append(f"epsilon {track_stats.epsilon:g}"
+                       + (" (relative to each plan's time)" if track_stats.relative else ""))
     if track_stats.capped_products:
         thinned.append(f"{track_stats.capped_products} products thinned to about "
                        f"{track_stats.max_candidates:.3g} candidates (time steps up to "
@@ -32,7 +33,9 @@ def approximation_line(track_stats: TrackStats) -> str:
         lower = track_stats.time_lower_bound_s
         parts.append(f"{', '.join(thinned)}: each plan is at most {bound:.3g} s "
                      f"({bound / lower:.2%} of the {lower:.4g} s no plan beats) slower than the "
-                     "exact frontier point it stands for")
+                     "exact frontier point it stands for"
+                     + (f", and at most {track_stats.relative_error_bound:.2%} slower than its "
+                        "own time" if track_stats.relative else ""))
     if heuristic:
         parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
     return ("frontier: " + "; ".join(parts)) if parts else EXACT

@@ -52,6 +52,11 @@ class SearchOptions:
             ``stats["frontier"].time_error_bound_s``. The paper Transformer on 16
             devices needs it.
         threads: Frontier-Tracking threads.
+        relative: with epsilon, bound each plan's error by its own time instead of by
+            the least time of any plan (``frontier.track``'s ``relative``): still at most
+            (1 + epsilon) times each exact plan's time, but slow, low-memory plans are
+            thinned more, so frontiers spanning a wide range of times search faster. The
+            error in seconds may then exceed epsilon times the fastest time.
 
     Raises:
         ValueError: naming the option that is not valid, when constructed (before any
@@ -61,9 +66,15 @@ class SearchOptions:
     epsilon: float | None = None
     max_candidates: int | None = None
     threads: int = 1
+    relative: bool = False
 
     def __post_init__(self) -> None:
         check_search_options(self.threads, self.epsilon, self.max_candidates)
+        if not isinstance(self.relative, bool):
+            raise ValueError(f"relative must be True or False; got {self.relative!r}")
+        if self.relative and self.epsilon is None:
+            raise ValueError("relative=True bounds epsilon's error by each plan's own time; give "
+                             "epsilon too (e.g. --epsilon 0.05 --relative)")
 
 
 @dataclass
@@ -221,7 +232,8 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
     t1 = time.perf_counter()
     tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
     result = track(cg, method=method, threads=search.threads, epsilon=search.epsilon,
-                   progress=tracking, max_candidates=search.max_candidates)
+                   progress=tracking, max_candidates=search.max_candidates,
+                   relative=search.relative)
     t2 = time.perf_counter()
 
     def structure(i: int):

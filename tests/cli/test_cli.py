@@ -25,6 +25,17 @@ def test_frontier_epsilon_is_reported_with_its_bound(capsys):
     assert times == sorted(times, reverse=True) and min(times) >= stats["time_lower_bound_s"]
 
 
+def test_frontier_relative_epsilon_bounds_each_plan_by_its_own_time(capsys):
+    argv = ["frontier", "--model", "transformer", "--size", "tiny", "--cluster", "paper-v100x16",
+            "--devices", "4", "--epsilon", "0.1"]
+    assert cli.main(argv + ["--relative", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    stats = out["frontier_stats"]
+    assert stats["relative"] is True and 0 < stats["relative_error_bound"] <= 0.1
+    assert cli.main(argv + ["--relative"]) == 0
+    assert "epsilon 0.1 (relative to each plan's time)" in capsys.readouterr().out
+
+
 def test_profile_table_has_a_row_per_device_count(capsys):
     assert cli.main(["profile", "--model", "mlp", "--size", "tiny", "--cluster", "paper-v100x16",
                      "--devices", "1,2", "--epsilon", "0.05"]) == 0

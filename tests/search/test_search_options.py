@@ -221,3 +221,13 @@ def test_a_search_summary_travels_as_bytes_and_rebuilds_the_same_plans():
         assert list(a.frontier) == list(b.frontier)
     with pytest.raises(ValueError, match="covered 2 device counts"):
         again.frontier
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(epsilon=0.05, relative="yes"), ("relative", "'yes'")),
+    (dict(relative=True), ("relative=True", "epsilon")),
+])
+def test_search_options_refuse_a_relative_bound_they_cannot_use(kwargs, words):
+    with pytest.raises(ValueError) as err:
+        SearchOptions(**kwargs)
+    assert all(w in str(err.value) for w in words)
