@@ -6,7 +6,13 @@ nodes (method "elimination"). A component's cost frontier is a one-cell table:
 * path v1 - v2 - ... - vn: ``CF(v1) = F(v1)``, then for i = 2..n
   ``CF(vi, p) = reduce(U_k CF(v(i-1), k) (x) F(e, k, p)) (x) F(vi, p)`` -- each step is
   ``Work.fold`` of the head into the next node, batched over k and p in numpy -- and
-  finally the union over the last node's configurations;
+  finally the union over the last node's configurations. The path is folded from both
+  ends into its middle node v(m), whose frontier is then the product of the two sides'.
+  A fold's work grows with the points per cell of the part folded so far, and those
+  grow with its length (its times spread wider while each reduction may thin only by
+  its own share of epsilon), so two halves cost less than one whole: on a random
+  400-node chain (``hard:chain:400:256``, epsilon 0.05, one thread) 173 s instead of
+  444 s;
 * two nodes u - v: every (k, p) pair is enumerated (the same kernel, once).
 
 The whole graph's frontier is the product of the components' frontiers and of the
@@ -61,10 +67,14 @@ def finish(work: Work, method: str) -> int:
         if method == "ldp":
             order = path_order(work, comp)
             work.tally.ldp_path_lengths.append(len(order))
-            for a, b in zip(order, order[1:]):
+            m = len(order) // 2
+            for a, b in zip(order[:m], order[1:m + 1]):
                 work.fold(a, b)
                 work.tally.ldp_steps += 1
-            last = order[-1]
+            for a, b in zip(order[:m:-1], order[-2:m - 1 if m else None:-1]):
+                work.fold(a, b)
+                work.tally.ldp_steps += 1
+            last = order[m]
         else:
             assert len(comp) <= 2
             if len(comp) == 2:
