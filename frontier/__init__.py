@@ -17,7 +17,9 @@ Modules: ``graph`` (CostGraph, validation), ``track`` (track, TrackResult), ``st
 (TrackStats), ``_table`` (frontier tables with error radii), ``_kernels`` (the compiled
 merge, reduce and thinning loops), ``_values`` and ``_shared`` (product, union, combine
 on tables), ``_eliminate`` (node/edge/branch/heuristic elimination), ``_structure``
-(which elimination when; the LDP backbone), ``_ldp`` (LDP and the final enumeration),
+(which elimination when; the LDP backbone), ``_series``, ``_chains`` and ``_triangles``
+(series nodes that wait, chains scored without multiplying, backbone triangles),
+``_degrees`` (the nodes by degree), ``_ldp`` (LDP and the final enumeration),
 ``_store`` (back pointers, unrolling), ``brute_force`` (reference enumerator),
 ``synthetic`` (test and bench graphs), ``bench`` (``python -m frontier.bench``).
 

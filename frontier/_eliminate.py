@@ -78,7 +78,7 @@ class Work:
         self.marked: set[int] = set()
         self.tails: list[int] = []
         self.marking = True
-        self.touched: set[int] = set(order)          # nodes whose edges changed (_Index)
+        self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
         self._wid = -1
         for v in order:
@@ -359,7 +359,7 @@ class Work:
         ``chains`` scores v as if chains of series nodes at it were contracted: for the
         neighbour y that starts one, ``(x, mem, time)``: the node x at its other end and
         the least memory and least time of every cell (k, p) of the edge v-x that
-        contracting it would make (``_structure.chain_minima``). Such edges are scored
+        contracting it would make (``_chains.chain_minima``). Such edges are scored
         after v's other edges, in the order of their y, as after the contraction.
         """
         nt = self.st.table(self.ntab[v])

@@ -82,13 +82,13 @@ class Memo:
         self._entries: OrderedDict[bytes, tuple] = OrderedDict()
         self._sizes: dict[bytes, int] = {}
         self.bytes = 0
-        self.hits = 0
 
     def get(self, key: bytes) -> Optional[tuple]:
+        """The entry under ``key``, now the most recently used, or None. (Hits are
+        counted by the caller, ``Work.remembered``, in ``Tally.memo_hits``.)"""
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
-            self.hits += 1
         return entry
 
     def put(self, key: bytes, entry: tuple) -> bool:

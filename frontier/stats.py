@@ -65,13 +65,13 @@ class TrackStats:
             enumerated ("elimination"); backbone_fallbacks: times the linear backbone
             was given up because only it was left and it was not a path.
         waited_series: nodes with two neighbours whose elimination waited at some
-            time, its product being large (``_structure.DEFER_CANDIDATES``; the
+            time, its product being large (``_series.DEFER_CANDIDATES``; the
             module doc gives the rule); deferred_contractions: those eliminated just
             before a heuristic elimination next to them; scored_chains: chains of them
             a heuristic elimination scored as if contracted, leaving them to fold
-            after it (``_structure.VIRTUAL_CHAINS``); backbone_triangles: backbone
+            after it (``_chains.VIRTUAL_CHAINS``); backbone_triangles: backbone
             nodes with joined neighbours eliminated because that was estimated cheaper
-            (``_structure.BACKBONE_TRIANGLES``).
+            (``_triangles.BACKBONE_TRIANGLES``).
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
         ldp_path_lengths: nodes of each path LDP ran on.
         seconds_by_step: ``((kind, count, seconds), ...)`` per kind of elimination

@@ -86,7 +86,7 @@ def test_memo_keeps_recent_results_within_its_bytes():
     m.put(b"c", _entry(20))                        # evicts b, the least recent
     assert m.get(b"b") is None
     assert m.get(b"a") is not None and m.get(b"c") is not None
-    assert m.bytes == 2 * size and m.hits == 3
+    assert m.bytes == 2 * size
 
 
 def test_collect_keeps_shared_pointers_whole_and_uncopied():

@@ -1,5 +1,6 @@
 """The elimination order: series nodes whose product is large wait for the heuristic
-eliminations that are due (``frontier._structure``, issue 14's InceptionV3 tail).
+eliminations that are due (``frontier._series``, issue 14's InceptionV3 tail), waiting
+chains scored without multiplying them (``_chains``), backbone triangles (``_triangles``).
 
 Waiting must change only the cost: the same nodes are fixed to the same configurations,
 and the frontier is the same (exact where no heuristic ran, as brute force says).
@@ -8,8 +9,7 @@ and the frontier is the same (exact where no heuristic ran, as brute force says)
 import numpy as np
 import pytest
 
-import frontier._structure as structure
-from frontier import CostGraph, track
+from frontier import CostGraph, _chains, _series, _triangles, track
 from frontier.brute_force import brute_force
 from frontier.synthetic import SMALL_SHAPES, hard_graph, model_graph, random_graph
 
@@ -48,11 +48,11 @@ def _both(g, method, monkeypatch, **kw):
     """track(g) as the paper orders it (no series node waits, no backbone node is
     eliminated), and with every series node that may wait waiting and backbone
     triangles eliminated where estimated cheaper."""
-    monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
-    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
+    monkeypatch.setattr(_series, "DEFER_CANDIDATES", None)
+    monkeypatch.setattr(_triangles, "BACKBONE_TRIANGLES", False)
     plain = track(g, method=method, **kw)
-    monkeypatch.setattr(structure, "DEFER_CANDIDATES", 0.0)
-    monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
+    monkeypatch.setattr(_series, "DEFER_CANDIDATES", 0.0)
+    monkeypatch.setattr(_triangles, "BACKBONE_TRIANGLES", True)
     waiting = track(g, method=method, **kw)
     return plain, waiting
 
@@ -92,12 +92,12 @@ def test_scored_chains_keep_choices_and_frontier(method, monkeypatch):
     """A heuristic elimination scores waiting chains as contracted (``chain_minima``)
     instead of contracting them first: the same configurations are fixed, to the bit,
     and the frontier is the same; the chains' nodes fold afterwards instead."""
-    monkeypatch.setattr(structure, "DEFER_CANDIDATES", 0.0)
+    monkeypatch.setattr(_series, "DEFER_CANDIDATES", 0.0)
     contracted = scored = 0
     for g in _larger_graphs():
-        monkeypatch.setattr(structure, "VIRTUAL_CHAINS", False)
+        monkeypatch.setattr(_chains, "VIRTUAL_CHAINS", False)
         real = track(g, method=method)
-        monkeypatch.setattr(structure, "VIRTUAL_CHAINS", True)
+        monkeypatch.setattr(_chains, "VIRTUAL_CHAINS", True)
         virtual = track(g, method=method)
         _same(real, virtual)
         assert real.stats.scored_chains == 0
@@ -108,7 +108,7 @@ def test_scored_chains_keep_choices_and_frontier(method, monkeypatch):
 
 def test_chain_minima_are_the_contracted_edges_least_points(monkeypatch):
     """``chain_minima`` equals, bit for bit, the least memory and least time per cell of
-    the edge that contracting the chain makes (``_contract_next_to``)."""
+    the edge that contracting the chain makes (``contract_next_to``)."""
     from frontier._eliminate import Options, Work
     from frontier._store import Store
     from frontier.stats import Tally
@@ -125,8 +125,8 @@ def test_chain_minima_are_the_contracted_edges_least_points(monkeypatch):
         order = g.topological_order()
         work = Work(g, order, Store(g.num_nodes, g.num_edges), Tally(), Options())
         series = {1, 2, 3, 4}
-        x, mem, time = structure.chain_minima(work, 0, 1, series)
-        structure._contract_next_to(work, 0, series)
+        x, mem, time = _chains.chain_minima(work, 0, 1, series)
+        _chains.contract_next_to(work, 0, series)
         assert x == 5 and list(work.adj[0]) == [5]
         (wid,) = work.adj[0][5]
         t = work.st.table(work.edges[wid][2])
@@ -145,9 +145,9 @@ def test_series_order_by_estimate_keeps_exact_frontiers(shape, monkeypatch):
         g = random_graph(np.random.default_rng([seed, SMALL_SHAPES.index(shape), 11]), shape)
         ref = brute_force(g)
         for method in ("ldp", "elimination"):
-            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", False)
+            monkeypatch.setattr(_series, "SERIES_BY_ESTIMATE", False)
             blocks = track(g, method=method)
-            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", True)
+            monkeypatch.setattr(_series, "SERIES_BY_ESTIMATE", True)
             estimate = track(g, method=method)
             _same(blocks, estimate)
             if estimate.stats.heuristic_eliminations == 0:
@@ -157,9 +157,9 @@ def test_series_order_by_estimate_keeps_exact_frontiers(shape, monkeypatch):
 def test_series_order_by_estimate_keeps_choices_on_larger_graphs(monkeypatch):
     for g in _larger_graphs():
         for method in ("ldp", "elimination"):
-            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", False)
+            monkeypatch.setattr(_series, "SERIES_BY_ESTIMATE", False)
             blocks = track(g, method=method)
-            monkeypatch.setattr(structure, "SERIES_BY_ESTIMATE", True)
+            monkeypatch.setattr(_series, "SERIES_BY_ESTIMATE", True)
             _same(blocks, track(g, method=method))
 
 
@@ -228,7 +228,7 @@ def test_a_backbone_triangle_goes_first_when_cheaper(monkeypatch):
 
 def test_the_default_threshold_lets_small_products_go_first(monkeypatch):
     """With the shipped threshold, products of a few thousand candidates never wait."""
-    assert structure.DEFER_CANDIDATES is not None and structure.DEFER_CANDIDATES >= 1e4
+    assert _series.DEFER_CANDIDATES is not None and _series.DEFER_CANDIDATES >= 1e4
     res = track(_tail_graph(0))
     assert res.stats.waited_series == 0
 
@@ -251,7 +251,7 @@ def test_closes_sees_an_edge_or_a_chain_between_the_ends():
 
     def closes(work, v):
         series = {x for x in work.adj if work.degree(x) == 2}
-        return structure._closes(work, v, series)[0]
+        return _series.closes(work, v, series)[0]
 
     # 0 - 1 - 2 and 0 - 2 (triangle): 1 closes.
     assert closes(work_of([(0, 1), (1, 2), (0, 2)], 3), 1)
@@ -290,11 +290,11 @@ def test_backbone_triangles_alone_keep_choices_and_frontier(monkeypatch):
     on this transformer graph, eliminating the backbone's first node (in a triangle)
     would start a new backbone on the node the heuristic fixes, and it would fix
     another one."""
-    monkeypatch.setattr(structure, "DEFER_CANDIDATES", None)
+    monkeypatch.setattr(_series, "DEFER_CANDIDATES", None)
     for g in [model_graph("transformer", 30, 8, seed=1), _triangle_graph(0), _tail_graph(0)]:
-        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", False)
+        monkeypatch.setattr(_triangles, "BACKBONE_TRIANGLES", False)
         plain = track(g)
-        monkeypatch.setattr(structure, "BACKBONE_TRIANGLES", True)
+        monkeypatch.setattr(_triangles, "BACKBONE_TRIANGLES", True)
         _same(plain, track(g))
 
 
