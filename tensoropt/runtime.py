@@ -134,7 +134,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
                   max_candidates: int | None = None, threads: int = 1, simulate=False,
-                  check_peak: bool = True):
+                  check_peak: bool = True, relative: bool = False):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -151,6 +151,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
         epsilon: None (default) for the exact frontier; a float in (0, 1) for an
             epsilon-approximate one, much faster on large models: every exact plan has a
             returned plan with no more memory and at most (1 + epsilon) times its time.
+            By default the error is also within epsilon times the fastest plan's time.
+        relative: with epsilon, bound each plan's error by its own time only (the usual
+            (1 + epsilon) approximation): slow, low-memory plans are thinned more, so
+            frontiers spanning a wide range of times search faster (see
+            ``SearchOptions.relative``).
         max_candidates: None (default) for no cap; a positive int (e.g. 50_000_000) bounds
             each Frontier-Tracking product's work by thinning its inputs, for models
             whose exact search would take hours (the paper Transformer on 16 devices).
@@ -182,7 +187,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     summary = search_strategy(option, memory_limit, parallelism, parallelisms=parallelisms,
                               cost_model=cost_model, cluster=cluster, graph=graph, epsilon=epsilon,
                               max_candidates=max_candidates, threads=threads, simulate=simulate,
-                              check_peak=check_peak)
+                              check_peak=check_peak, relative=relative)
     return summary.profile if option == "profiling" else summary.chosen
 
 
@@ -190,7 +195,7 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
                     parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
                     max_candidates: int | None = None, threads: int = 1, simulate=False,
-                    check_peak: bool = True):
+                    check_peak: bool = True, relative: bool = False):
     """``find_strategy``'s search, whole: a ``tensoropt.search.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
@@ -211,7 +216,8 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
         raise ValueError(f"find_strategy: graph is a {type(graph).__name__}; give a tensoropt Graph "
                          "(to.get_default_graph()) or leave it out")
     try:
-        search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads)
+        search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads,
+                               relative=relative)
         simulate = simulate_mode(simulate)
     except ValueError as e:
         raise ValueError(f"find_strategy: {e}") from None

@@ -231,3 +231,14 @@ def test_search_options_refuse_a_relative_bound_they_cannot_use(kwargs, words):
     with pytest.raises(ValueError) as err:
         SearchOptions(**kwargs)
     assert all(w in str(err.value) for w in words)
+
+
+def test_find_strategy_passes_relative_to_the_search():
+    """``relative=True`` reaches Frontier-Tracking: the chosen plan's notes say the error is
+    relative to each plan's time, and the plan is within (1 + e) of the exact fastest."""
+    _model()
+    exact = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16")
+    plan = to.find_strategy("mini_time", parallelism=4, cluster="paper-v100x16", epsilon=0.1,
+                            relative=True)
+    assert "epsilon 0.1 (relative to each plan's time)" in plan.notes
+    assert exact.time_s <= plan.time_s <= 1.1 * exact.time_s
