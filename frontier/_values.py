@@ -32,7 +32,7 @@ from frontier._scans import reduce_sorted, sort_runs, suffix_max, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
-__all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "union_all",
+__all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "translated", "union_all",
            "union_groups", "thin", "combine"]
 
 _EMPTY = np.empty(0)
@@ -219,6 +219,33 @@ def thin(t: Table, delta: float) -> tuple[Table, np.ndarray, float]:
     return out, keep, float(gap)
 
 
+def translated(a: Table, b: Table, bmap: np.ndarray):
+    """``cell_product`` when every cell of a, or every cell of b that ``bmap`` maps to,
+    holds one point: each cell is the other side's frontier shifted by that point, which
+    is a frontier already (nothing to reduce; radii add). Nothing is thinned, so the
+    radii stay within any budget the inputs' radii were within.
+
+    Returns:
+        ``(table, ia, ib)`` as ``cell_product``.
+    """
+    C = a.ncells
+    nb = b.counts()[bmap]
+    if np.all(nb == 1):
+        ia = np.arange(a.npoints, dtype=IDX)
+        ib = b.off[bmap[cell_ids(a)]]
+        off = a.off.copy()
+    else:
+        assert np.all(a.counts() == 1), "translated: neither side holds one point per cell"
+        cell = np.repeat(np.arange(C, dtype=IDX), nb)
+        off = offsets(cell, C)
+        ia = a.off[cell]
+        ib = b.off[bmap][cell] + (np.arange(len(cell), dtype=IDX) - off[cell])
+    rad = None
+    if a.radius is not None or b.radius is not None:
+        rad = a.radii()[ia] + b.radii()[ib]
+    return Table(a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], off, rad), ia, ib
+
+
 def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
                  threads: int = 1, counts: Optional[MergeCounts] = None, rel: float = 0.0):
     """Cellwise product: output cell c = reduce(a[c] (x) b[bmap[c]]).
@@ -229,20 +256,7 @@ def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
     C = a.ncells
     na, nb = a.counts(), b.counts()[bmap]
     if budget <= 0 and rel <= 0 and (np.all(nb == 1) or np.all(na == 1)):
-        # Translating a frontier keeps it a frontier: no reduce needed.
-        if np.all(nb == 1):
-            ia = np.arange(a.npoints, dtype=IDX)
-            ib = b.off[bmap[cell_ids(a)]]
-            off = a.off.copy()
-        else:
-            cell = np.repeat(np.arange(C, dtype=IDX), nb)
-            off = offsets(cell, C)
-            ia = a.off[cell]
-            ib = b.off[bmap][cell] + (np.arange(len(cell), dtype=IDX) - off[cell])
-        rad = None
-        if a.radius is not None or b.radius is not None:
-            rad = a.radii()[ia] + b.radii()[ib]
-        return Table(a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], off, rad), ia, ib
+        return translated(a, b, bmap)
     spec = _Merge(K_.PRODUCT, 1, 1, C, np.asarray(bmap, dtype=IDX), (na * nb).astype(float))
     t, ia, ib, _ = _run(spec, a, b, None, budget=budget, threads=threads, counts=counts,
                         rel=rel)
