@@ -77,9 +77,9 @@ class TrackResult:
 
 
 def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
-                         max_candidates: Optional[int] = None) -> None:
-    """Raises ValueError naming the first of ``track``'s threads, epsilon and
-    max_candidates that is not valid, and what would be; callers that price a graph
+                         max_candidates: Optional[int] = None, relative: bool = False) -> None:
+    """Raises ValueError naming the first of ``track``'s threads, epsilon, max_candidates
+    and relative that is not valid, and what would be; callers that price a graph
     before tracking it check first, so that a typo costs no pricing."""
     if not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be a positive int; got {threads!r}")
@@ -91,13 +91,20 @@ def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
                                            and max_candidates >= 1):
         raise ValueError(f"max_candidates must be None (no cap) or a positive int, e.g. "
                          f"50_000_000; got {max_candidates!r}")
+    if not isinstance(relative, bool):
+        raise ValueError(f"relative must be True or False; got {relative!r}")
+    if relative and epsilon is None:
+        raise ValueError("relative=True bounds epsilon's error by each point's own time; give "
+                         "epsilon too (e.g. epsilon=0.05, or --epsilon 0.05 --relative), or "
+                         "leave relative out")
 
 
 def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[float],
-                progress: Optional[Callable], max_candidates: Optional[int]) -> Any:
+                progress: Optional[Callable], max_candidates: Optional[int],
+                relative: bool) -> Any:
     if method not in _METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {_METHODS}")
-    check_search_options(threads, epsilon, max_candidates)
+    check_search_options(threads, epsilon, max_candidates, relative)
     if heuristic in ("min_memory", "min_time"):
         pass
     elif (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
@@ -190,10 +197,8 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         ValueError: bad arguments (relative without epsilon among them), an empty graph,
             or a cycle (naming its nodes).
     """
-    heuristic = _check_args(method, threads, heuristic, epsilon, progress, max_candidates)
-    if relative and epsilon is None:
-        raise ValueError("relative=True bounds epsilon's error by each point's own time; give "
-                         "epsilon too (e.g. epsilon=0.05), or leave relative out")
+    heuristic = _check_args(method, threads, heuristic, epsilon, progress, max_candidates,
+                            relative)
     if graph.num_nodes == 0:
         raise ValueError("the graph has no nodes; add operators with add_node first")
     t0 = _time.perf_counter()
@@ -207,7 +212,7 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         epsilon_used, cap_used = epsilon, max_candidates
     work = Work(graph, order, store, tally,
                 Options(threads=int(threads), epsilon=epsilon_used, max_candidates=cap_used,
-                        time_scale_s=lower, progress=progress, relative=bool(relative)))
+                        time_scale_s=lower, progress=progress, relative=relative))
     reduce_graph(work, method, heuristic)
     t1 = _time.perf_counter()
     final = finish(work, method)
@@ -220,7 +225,7 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
     t3 = _time.perf_counter()
     stats = TrackStats.from_tally(
         tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
-        relative=bool(relative), max_candidates=max_candidates, num_nodes=graph.num_nodes,
+        relative=relative, max_candidates=max_candidates, num_nodes=graph.num_nodes,
         num_edges=graph.num_edges,
         time_lower_bound_s=max(lower, store.lower[final]),
         time_error_bound_s=radius_max(table),

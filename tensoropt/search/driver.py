@@ -69,12 +69,7 @@ class SearchOptions:
     relative: bool = False
 
     def __post_init__(self) -> None:
-        check_search_options(self.threads, self.epsilon, self.max_candidates)
-        if not isinstance(self.relative, bool):
-            raise ValueError(f"relative must be True or False; got {self.relative!r}")
-        if self.relative and self.epsilon is None:
-            raise ValueError("relative=True bounds epsilon's error by each plan's own time; give "
-                             "epsilon too (e.g. --epsilon 0.05 --relative)")
+        check_search_options(self.threads, self.epsilon, self.max_candidates, self.relative)
 
 
 @dataclass
