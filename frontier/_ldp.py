@@ -68,12 +68,10 @@ def finish(work: Work, method: str) -> int:
             order = path_order(work, comp)
             work.tally.ldp_path_lengths.append(len(order))
             m = len(order) // 2
-            for a, b in zip(order[:m], order[1:m + 1]):
-                work.fold(a, b)
-                work.tally.ldp_steps += 1
-            for a, b in zip(order[:m:-1], order[-2:m - 1 if m else None:-1]):
-                work.fold(a, b)
-                work.tally.ldp_steps += 1
+            for side in (order[:m + 1], order[m:][::-1]):      # each end to order[m]
+                for a, b in zip(side, side[1:]):
+                    work.fold(a, b)
+                    work.tally.ldp_steps += 1
             last = order[m]
         else:
             assert len(comp) <= 2
