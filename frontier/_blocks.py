@@ -271,7 +271,7 @@ def small_candidates(layout, bmap, c, T, live, buf, opts):
 
 
 @jit
-def single_cell(layout, c, T, w, live, budget, exact, rel):
+def single_cell(layout, c, T, w, live, budget, rel, exact):
     """Output cell c of a COMBINE whose cells all hold one point: each block is one
     candidate, so the frontier is found by repeated minima of time below a memory
     bound, with no sorting (most node eliminations). Writes the frontier's blocks x to

@@ -192,7 +192,7 @@ def _merge_cell(where, T, buf, state):
     ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
     ``buf = ((hf, hx), (lf, lx, nxt, head), of, oi)``: the heap and the bucket lists
     in front of it (``_heap``); ``state = (nout, (budget, rel), exact, (lo, scale, nb))``:
-    the    buckets (one: the heap alone). Returns (the new nout, candidates examined, the
+    the buckets (one: the heap alone). Returns (the new nout, candidates examined, the
     largest thinning gap). Separate from ``merge_range``, and with each table's values
     in one array, so that numba counts no references in the loop: it does when an
     array is reassigned in a loop, taken out of a tuple, or passed to a function it
@@ -275,11 +275,11 @@ def _merge_cell(where, T, buf, state):
 
 
 @jit
-def _keep_single(layout, c, T, corner, live, budget, exact, out, rel):
+def _keep_single(layout, c, T, corner, live, budget, rel, exact, out):
     """Output cell c of a COMBINE of one-point cells (``single_cell``), appended to
     ``out = (of, oi, nout)``; returns (the new out, points found or -1, thinning gap)."""
     of, oi, nout = out
-    h, g = single_cell(layout, c, T, corner, live, budget, exact, rel)
+    h, g = single_cell(layout, c, T, corner, live, budget, rel, exact)
     if h < 0:
         return out, h, 0.0
     if nout + h > len(of):
@@ -388,8 +388,8 @@ def merge_range(layout, bmap, T, budget, rel, exact):
     single = layout[0] == COMBINE and layout[5] == 1
     for c in range(c0, c1):
         if single:
-            (of, oi, nout), h, g = _keep_single(layout, c, T, corner, live, budget, exact,
-                                                (of, oi, nout), rel)
+            (of, oi, nout), h, g = _keep_single(layout, c, T, corner, live, budget, rel,
+                                                exact, (of, oi, nout))
             if h >= 0:
                 examined += K
                 merged += K
