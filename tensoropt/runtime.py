@@ -77,6 +77,7 @@ class _Runtime:
         self.sharding = None
         self.watch = None
         self.reporter = None
+        self.local_ranks = 1   # ranks on this physical host (they share its CPUs)
 
 
 _runtime = _Runtime()
@@ -91,7 +92,8 @@ def init() -> World:
         return _runtime.world
     MPI = import_mpi()   # a rank's waiting MPI calls yield its one core (execution.mpi_env)
     comm = MPI.COMM_WORLD
-    hostnames = job_hostnames(comm.allgather(socket.gethostname()), os.environ)
+    physical = comm.allgather(socket.gethostname())
+    hostnames = job_hostnames(physical, os.environ)
     machine_shape(hostnames)   # a placement TensorOpt cannot plan for fails here, on every rank
     # read by hvd.init: the stall limit (TENSOROPT_COLLECTIVE_TIMEOUT_S) and the cache size
     os.environ.update(horovod_settings(os.environ))
@@ -102,6 +104,7 @@ def init() -> World:
     _runtime.comm = comm.Dup()  # TensorOpt's own messages never mix with the user's
     _runtime.watch = StepWatch(comm.Dup()) if comm.Get_size() > 1 else None
     _runtime.world = World(rank=comm.Get_rank(), size=comm.Get_size(), hostnames=hostnames)
+    _runtime.local_ranks = physical.count(physical[comm.Get_rank()])
     atexit.register(_finish)
     return _runtime.world
 

@@ -13,7 +13,6 @@ state they share is ``runtime._runtime``.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tensoropt._tf import import_tensorflow
+from tensoropt.cluster.threads import rank_threads
 from tensoropt.execution import PlanSharding, guards
 from tensoropt.execution.guards import check_agreement, check_cache_capacity
 from tensoropt.execution.input_slices import local_feed
@@ -88,7 +88,8 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
 
         sharding = PlanSharding(graph, plan, world().rank, hvd, _runtime.process_sets, schedule)
     lowered = lower_graph(graph, tf, sharding)
-    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=int(os.environ.get("TENSOROPT_THREADS", 0)),
+    # the ranks on this host share its CPUs, as the compute profiler priced them
+    config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=rank_threads(_runtime.local_ranks),
                                       inter_op_parallelism_threads=1)
     # Grappler's rewrites cost seconds per graph and change nothing TensorOpt relies on;
     # the plan already fixed what runs where.

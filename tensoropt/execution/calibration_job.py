@@ -46,6 +46,7 @@ from tensoropt._version import __version__
 from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
 from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
+from tensoropt.cluster.threads import rank_threads
 from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.hosts import job_hostnames
 from tensoropt.execution.mpi_env import import_mpi
@@ -99,7 +100,7 @@ class Calibrator:
         self.local_ranks = gathered.count(gathered[self.rank])
         self.tf = tf = import_tensorflow()
         if intra_threads is None:
-            intra_threads = max(1, (os.cpu_count() or 1) // self.local_ranks)
+            intra_threads = rank_threads(self.local_ranks)
         try:
             tf.config.threading.set_intra_op_parallelism_threads(intra_threads)
             tf.config.threading.set_inter_op_parallelism_threads(1)

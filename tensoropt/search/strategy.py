@@ -37,6 +37,7 @@ from typing import Callable, Sequence
 
 from tensoropt.cluster import Cluster, get_cluster, profile_path
 from tensoropt.cluster.calibration import profile_overheads
+from tensoropt.cluster.threads import rank_threads
 from tensoropt.costs.collective_times import AnalyticalCollectives, ProfiledCollectives
 from tensoropt.costs.model import CostModel
 from tensoropt.costs.profiler import ComputeProfiler
@@ -131,7 +132,9 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
                              f"exist; run: mpirun -np N tensoropt calibrate --out {path}")
         collectives = ProfiledCollectives.from_file(path)
         overheads = profile_overheads(collectives.profile)
-        return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=ComputeProfiler(),
+        # shards timed with the threads each rank trains with (its machine's CPUs / ranks)
+        profiler = ComputeProfiler(threads=rank_threads(cluster.devices_per_machine))
+        return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=profiler,
                          op_overhead_s=overheads.get("op_s", 0.0),
                          collective_overhead_s=overheads.get("collective_s", 0.0))
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")

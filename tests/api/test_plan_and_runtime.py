@@ -191,3 +191,18 @@ def test_a_plan_for_another_graph_names_the_edge_and_field():
     with pytest.raises(ValueError, match=rf"edge {re.escape(edge.name)}: field 'dst_layout' is .*, but the "
                                          r"ops' configurations give"):
         check_plan_for_graph(to.get_default_graph(), broken)
+
+
+def test_the_training_session_computes_with_the_rank_share_of_the_cpus(monkeypatch):
+    # the compute profiler prices shards with these threads (tensoropt.cluster.threads)
+    from tensoropt.runtime import _runtime
+
+    _tiny_model()
+    monkeypatch.delenv("TENSOROPT_THREADS", raising=False)
+    monkeypatch.setattr("tensoropt.cluster.threads.available_cpus", lambda: 16)
+    monkeypatch.setattr(_runtime, "local_ranks", 4)
+    to.build_execution_graph(plan=to.find_strategy())
+    assert _runtime.session._config.intra_op_parallelism_threads == 4
+    monkeypatch.setenv("TENSOROPT_THREADS", "3")
+    to.build_execution_graph(plan=to.find_strategy())
+    assert _runtime.session._config.intra_op_parallelism_threads == 3

@@ -118,3 +118,16 @@ def test_profiles_without_overheads_still_load(tmp_path):
     _profile({"op_s": 1e-5}).save(path)
     assert json.loads(path.read_text())["overheads"] == {"op_s": 1e-5}
     assert profile_overheads(CalibrationProfile.load(path)) == {"op_s": 1e-5}
+
+
+@pytest.mark.parametrize("devices, per_machine", [(1, 1), (2, 2), (4, 4), (16, 8)])
+def test_the_profiled_cost_model_times_shards_with_the_threads_a_rank_trains_with(
+        tmp_path, monkeypatch, devices, per_machine):
+    # paper-v100x16 has 8 devices per machine: fewer devices sit on one machine
+    path = tmp_path / "local.json"
+    _profile({"op_s": 1e-5}).save(path)
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
+    monkeypatch.delenv("TENSOROPT_THREADS", raising=False)
+    monkeypatch.setattr("tensoropt.cluster.threads.available_cpus", lambda: 16)
+    model = make_cost_model(_graph(), "paper-v100x16", devices, "profiled")
+    assert model.compute.threads == 16 // per_machine

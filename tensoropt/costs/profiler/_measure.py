@@ -71,6 +71,7 @@ import numpy as np
 
 from tensoropt._tf import import_tensorflow
 from tensoropt.allocation_trace import allocation_peak, node_allocations, trace_options
+from tensoropt.cluster.threads import ENV as THREADS_ENV, available_cpus, rank_threads
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS
@@ -115,13 +116,6 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 #: whether this process already warned that it measures on a busy machine
 _warned_busy = False
 
@@ -133,7 +127,7 @@ def warn_if_busy(cache_path) -> None:
     global _warned_busy
     if _warned_busy or not hasattr(os, "getloadavg"):
         return
-    load, cpus = os.getloadavg()[0], _available_cpus()
+    load, cpus = os.getloadavg()[0], available_cpus()
     if load > cpus:
         _warned_busy = True
         where = f"in {cache_path}; delete it and " if cache_path is not None else "; "
@@ -158,7 +152,7 @@ def machine_description(threads: int | None = None) -> dict:
         threads: TensorFlow's intra-op threads; None means every available CPU.
     """
     return {"tensorflow": _tensorflow_version(), "cpu": _cpu_model(),
-            "threads": int(threads) if threads else _available_cpus()}
+            "threads": int(threads) if threads else available_cpus()}
 
 
 @dataclass(frozen=True)
@@ -227,8 +221,8 @@ class ComputeProfiler:
             raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
         if warmup < 0 or min_time_s < 0:
             raise ValueError(f"warmup={warmup}, min_time_s={min_time_s}: both must be >= 0")
-        if threads is None and os.environ.get("TENSOROPT_THREADS", "0") not in ("", "0"):
-            threads = int(os.environ["TENSOROPT_THREADS"])
+        if threads is None and os.environ.get(THREADS_ENV, "").strip() not in ("", "0"):
+            threads = rank_threads(1)   # TENSOROPT_THREADS, read as training reads it
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads}: give a positive thread count, or None for all CPUs")
         if statistic not in _STATISTICS:
