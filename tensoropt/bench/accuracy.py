@@ -11,7 +11,10 @@ For each model, ``--plans`` plans sampled at random from its search space and
 measured op shards and the calibration profile, its overheads included) are built and
 trained. Measured, per plan (slowest or largest rank):
 
-- time: the median wall time of ``--steps`` untraced steps, with its spread (max - min);
+- time: the median wall time of untraced steps, with its spread (the interquartile
+  range). Up to ``--group`` plans are held open at once and timed in ``--rounds``
+  interleaved rounds (``bench.interleaved``), at least ``--steps`` steps and
+  ``--seconds`` seconds per plan, so the machine's drift falls on all of them alike;
 - network: the median over ``--repeats`` traced steps of the time inside horovod ops;
   ops (printed per plan, not scored): the same of the other ops' summed times, beside
   the simulator's compute time, to tell where a gap is;
@@ -29,57 +32,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt._tf import import_tensorflow
+from tensoropt.bench.interleaved import measure_group
 from tensoropt.execution.quiet_bcast import quiet_bcast
-from tensoropt.execution.step_profile import format_bytes, profile_from_trace, resident_bytes, trace_options
+from tensoropt.execution.step_profile import format_bytes
 from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 from tensoropt.search.strategy import make_cost_model
 from tensoropt.simulator import kendall_tau_b, simulate_plan
 
-__all__ = ["main", "measure_plan", "spread_plans"]
+__all__ = ["main", "spread_plans"]
 
 _FIGURES = ("time", "network", "memory")
-
-
-def measure_plan(spec, plan, feed, comm, steps: int, repeats: int) -> dict:
-    """``plan`` trained on this rank: time (median, spread), network, peak memory; each
-    the slowest / largest rank's."""
-    from mpi4py import MPI
-
-    tf = import_tensorflow()
-    to.build_execution_graph(engine="tensorflow", plan=plan)
-    rt = to.runtime._runtime
-    session, lowered = rt.session, rt.lowered
-    tf_feed = {lowered.tensors[k]: to.session._local_feed(k, np.asarray(v), rt.sharding) for k, v in feed.items()}
-    train = lowered.train_ops[id(spec.train_op)]
-    session.run(train, feed_dict=tf_feed)  # warm up
-    times = []
-    for _ in range(steps):
-        comm.Barrier()
-        start = time.perf_counter()
-        session.run(train, feed_dict=tf_feed)
-        times.append(time.perf_counter() - start)
-    resident = resident_bytes(tf, lowered.tf_graph)
-    traced = []
-    for _ in range(repeats):
-        options, metadata = trace_options(tf)
-        comm.Barrier()
-        start = time.perf_counter()
-        session.run(train, feed_dict=tf_feed, options=options, run_metadata=metadata)
-        traced.append(profile_from_trace(metadata, time.perf_counter() - start, resident))
-    mine = {"time": statistics.median(times), "time_spread": max(times) - min(times),
-            "network": statistics.median(p.network_s for p in traced),
-            "compute": statistics.median(p.compute_s for p in traced),
-            "memory": statistics.median(p.peak_bytes for p in traced),
-            "memory_spread": max(p.peak_bytes for p in traced) - min(p.peak_bytes for p in traced)}
-    return {k: comm.allreduce(v, op=MPI.MAX) for k, v in mine.items()}
 
 
 def spread_plans(frontier, count: int) -> list:
@@ -125,18 +92,33 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
+def _print_row(name: str, r: dict) -> None:
+    m, a, s = r["measured"], r["additive"], r["simulated"]
+    print(f"  {name} {r['kind']:<8} measured {m['time'] * 1e3:8.2f} ms (IQR {m['time_spread'] * 1e3:.2f}, "
+          f"{m['steps']:.0f} steps), net {m['network'] * 1e3:7.2f} ms, ops {m['compute'] * 1e3:7.2f} ms, "
+          f"{format_bytes(m['memory']):>10} | additive {a['time'] * 1e3:8.2f} ms, net "
+          f"{a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10} | simulated "
+          f"{s['time'] * 1e3:8.2f} ms, net {s['network'] * 1e3:7.2f} ms, ops {s['compute'] * 1e3:7.2f} ms, "
+          f"{format_bytes(s['memory']):>10}", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tensoropt.bench accuracy")
     parser.add_argument("--models", default="mlp,cnn,transformer,lstm")
     parser.add_argument("--size", default="small")
     parser.add_argument("--plans", type=int, default=20, help="sampled plans per model")
     parser.add_argument("--frontier", type=int, default=10, help="plans spread along each frontier")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per plan (median)")
+    parser.add_argument("--steps", type=int, default=5, help="the fewest timed steps per plan (median)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="the fewest timed seconds per plan")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds over a group's plans")
+    parser.add_argument("--group", type=int, default=10, help="plans held open and interleaved at once")
     parser.add_argument("--repeats", type=int, default=3, help="traced steps per plan (network, memory)")
     parser.add_argument("--cost-model", default="profiled", choices=["profiled", "analytical"])
     args = parser.parse_args(argv)
-    if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or min(args.steps, args.repeats) < 1:
-        parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --repeats >= 1")
+    if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or \
+            min(args.steps, args.repeats, args.rounds, args.group) < 1 or args.seconds < 0:
+        parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --repeats, --rounds, "
+                     "--group >= 1; --seconds >= 0")
     world = to.init()
     from mpi4py import MPI
 
@@ -150,16 +132,17 @@ def main(argv=None) -> int:
         graph = to.get_default_graph()
         rows = quiet_bcast(comm, _plans_and_estimates(graph, world, args) if world.rank == 0 else None)
         feed = spec.feed(np.random.default_rng(0))
-        for r in rows:
-            r["measured"] = measure_plan(spec, to.Plan.from_json(r["plan"]), feed, comm, args.steps, args.repeats)
-            if world.rank == 0:
-                m, a, s = r["measured"], r["additive"], r["simulated"]
-                print(f"  {name} {r['kind']:<8} measured {m['time'] * 1e3:8.2f} ms (spread {m['time_spread'] * 1e3:.2f}),"
-                      f" net {m['network'] * 1e3:7.2f} ms, ops {m['compute'] * 1e3:7.2f} ms, "
-                      f"{format_bytes(m['memory']):>10} | additive {a['time'] * 1e3:8.2f} ms, net "
-                      f"{a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10} | simulated "
-                      f"{s['time'] * 1e3:8.2f} ms, net {s['network'] * 1e3:7.2f} ms, ops {s['compute'] * 1e3:7.2f} ms, "
-                      f"{format_bytes(s['memory']):>10}", flush=True)
+        for kind in ("sampled", "frontier"):    # a group never mixes the two
+            of_kind = [r for r in rows if r["kind"] == kind]
+            for start in range(0, len(of_kind), args.group):
+                group = of_kind[start:start + args.group]
+                measured = measure_group(spec, [to.Plan.from_json(r["plan"]) for r in group], feed, comm,
+                                         rounds=args.rounds, min_steps=args.steps, min_time_s=args.seconds,
+                                         repeats=args.repeats)
+                for r, m in zip(group, measured):
+                    r["measured"] = m
+                    if world.rank == 0:
+                        _print_row(name, r)
         results.append((name, _summary(rows)))
     if world.rank == 0:
         print(f"\n(measured - estimated) / measured, {args.plans} sampled + {args.frontier} frontier plans per "

@@ -1,0 +1,58 @@
+"""The accuracy bench's interleaved timing (tensoropt.bench.interleaved)."""
+
+import pytest
+
+import tensoropt as to
+from tensoropt.bench.interleaved import block_steps, interquartile_range, measure_group
+
+
+@pytest.mark.parametrize("step_s, rounds, min_steps, min_time_s, expected", [
+    ([0.01, 0.5], 5, 5, 3.0, [60, 2]),     # the short plan is timed many more times
+    ([0.01, 0.5], 5, 12, 0.0, [3, 3]),     # the step count alone
+    ([2.0], 1, 5, 3.0, [5]),
+    ([0.0], 2, 1, 1.0, [500000]),          # a zero warm-up time is floored, not divided by
+])
+def test_blocks_give_every_plan_its_steps_and_seconds(step_s, rounds, min_steps, min_time_s, expected):
+    blocks = block_steps(step_s, rounds, min_steps, min_time_s)
+    assert blocks == expected
+    for s, b in zip(step_s, blocks):
+        assert b * rounds >= min_steps and (s == 0 or b * rounds * s >= min_time_s - 1e-12)
+
+
+def test_bad_block_arguments_are_named():
+    with pytest.raises(ValueError, match="rounds=0"):
+        block_steps([0.1], 0, 5, 1.0)
+
+
+def test_interquartile_range():
+    assert interquartile_range([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(2.0)
+    assert interquartile_range([7.0]) == 0.0
+
+
+class _OneRank:
+    """A communicator of one rank that counts barriers."""
+
+    def __init__(self):
+        self.barriers = 0
+
+    def Barrier(self):
+        self.barriers += 1
+
+    def allgather(self, value):
+        return [value]
+
+
+def test_a_group_is_held_open_together_and_timed_in_rounds():
+    x = to.placeholder(to.float32, [8, 4], name="x")
+    w = to.get_variable("w", [4, 2])
+    loss = to.reduce_mean(to.matmul(x, w))
+    step = to.train.GradientDescentOptimizer(0.1).minimize(loss)
+    spec = type("Spec", (), {"train_op": step})()
+    plan = to.find_strategy()
+    comm = _OneRank()
+    rows = measure_group(spec, [plan, plan], {x: [[1.0] * 4] * 8}, comm, rounds=3, min_steps=4,
+                         min_time_s=0.0, repeats=2)
+    assert [r["steps"] for r in rows] == [6, 6]        # 2 timed steps per round, 3 rounds
+    assert comm.barriers == 2 * 6 + 2 * 2              # one per timed and per traced step
+    for r in rows:
+        assert r["time"] > 0 and r["time_spread"] >= 0 and r["memory"] > 0
