@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from tensoropt.execution.calibration_job import Calibrator, default_sizes
+from tensoropt.execution.calibration_job import DEFAULT_LINKS, Calibrator, default_sizes
 
 
 def main() -> None:
@@ -37,11 +37,12 @@ def main() -> None:
         profile = cal.calibrate(os.path.join(out_dir, "profile.json"), max_bytes=max_bytes,
                                 repeats=repeats, min_bytes=min_bytes, inner=inner, statistic=statistic)
         calibrated = time.time()
-        fresh = cal.measure(cal.tasks(fresh_sizes), repeats=repeats, inner=inner, statistic=statistic)
+        fresh = cal.measure(cal.tasks(fresh_sizes), repeats=repeats, inner=inner, statistic=statistic,
+                            links=DEFAULT_LINKS)
         samples = cal.last_samples
     elif mode == "interleaved":
         results = cal.measure(cal.tasks(sizes) + cal.tasks(fresh_sizes), repeats=repeats, inner=inner,
-                              statistic=statistic)
+                              statistic=statistic, links=DEFAULT_LINKS)
         fresh = {t: v for t, v in results.items() if t[3] in fresh_sizes}
         samples = cal.last_samples
         profile = cal.build_profile({t: v for t, v in results.items() if t[3] in sizes}, repeats=repeats,

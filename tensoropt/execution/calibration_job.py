@@ -4,8 +4,17 @@ Run under ``mpirun -np N``. For every partitioning scheme ``(group_size, stride)
 ranks (every mesh-axis group of every device mesh, see ``process_sets``) and each
 collective in ``collectives.COLLECTIVES``, it times sizes ``2^i`` bytes from ``min_bytes``
 to ``max_bytes`` with *all* groups of the scheme running at once (so contention between
-groups is measured, as in training). One sample: barrier, then ``inner`` back-to-back
-calls, divided by ``inner``; the sample of a repeat is the slowest rank's; a size's time is
+groups is measured, as in training).
+
+A size's time is what one more collective of that size adds to a chain of them inside one
+``session.run`` (``links`` calls, each waiting for the one before, as a plan's collectives
+are chained in a step): the chain's time less a one-call chain's, over ``links - 1``. A
+standalone call (``links=1``) also pays the ``session.run`` and, on horovod's ~1 ms cycle,
+lands on one or two cycles by chance: measured 2026-11-26, a 1 MiB all-gather took
+1.08 ms in one calibration and 2.03 ms in the next, while its link in a chain took
+0.93-1.20 ms in both; a 16 MiB all-reduce took 29 ms standalone and 22 ms a link.
+One sample: barrier, then ``inner`` back-to-back runs, divided by ``inner``; the sample of a
+repeat is the slowest rank's; a size's time is
 the median over ``repeats`` (``--statistic p25``: the 25th percentile, steadier on a shared
 machine, where small collectives take one, two or three of horovod's ~1 ms negotiation
 cycles and the median flips between them). Repeats run in rounds that visit every (collective, scheme,
@@ -48,14 +57,17 @@ from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.cluster.threads import rank_threads
 from tensoropt.execution.calibration_overheads import measure_overheads
+from tensoropt.execution.guards import CACHE_CAPACITY
 from tensoropt.execution.hosts import job_hostnames
 from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
 
-__all__ = ["Calibrator", "calibrate", "main", "default_sizes"]
+__all__ = ["Calibrator", "calibrate", "main", "default_sizes", "DEFAULT_LINKS"]
 
 _FLOAT_BYTES = 4
+#: collectives per timed chain (module doc); 1 would time standalone calls
+DEFAULT_LINKS = 4
 STATISTICS = {
     "median": lambda a: np.median(a, axis=0),
     "p25": lambda a: np.percentile(a, 25, axis=0),
@@ -73,6 +85,26 @@ def default_sizes(min_bytes: int, max_bytes: int) -> list[int]:
         out.append(2 ** i)
         i += 1
     return out
+
+
+def _collective(hvd, collective: str, x, process_set, name: str):
+    if collective == "allreduce":
+        return hvd.allreduce(x, op=hvd.Sum, process_set=process_set, name=name)
+    if collective == "allgather":
+        return hvd.allgather(x, process_set=process_set, name=name)
+    if collective == "reducescatter":
+        return hvd.reducescatter(x, op=hvd.Sum, process_set=process_set, name=name)
+    return hvd.alltoall(x, process_set=process_set, name=name)
+
+
+def _standalone(call):
+    """``run(k)``: the seconds of one ``call``, over ``k`` back-to-back calls."""
+    def run(k: int) -> float:
+        start = time.perf_counter()
+        for _ in range(k):
+            call()
+        return (time.perf_counter() - start) / k
+    return run
 
 
 class Calibrator:
@@ -106,6 +138,8 @@ class Calibrator:
             tf.config.threading.set_inter_op_parallelism_threads(1)
         except RuntimeError:  # TensorFlow already started: keep its settings
             pass
+        # room for every timed chain's names (read at hvd.init), as the runtime makes room for a plan's
+        os.environ.setdefault("HOROVOD_CACHE_CAPACITY", str(CACHE_CAPACITY))
         import horovod.tensorflow as hvd  # noqa: PLC0415
 
         self.hvd = hvd
@@ -130,15 +164,16 @@ class Calibrator:
                 return grp
         raise AssertionError("every rank is in one group of a scheme")
 
-    def _fn(self, collective: str, group_size: int, stride: int, nbytes: int):
-        """A callable that runs one collective of one size on this rank's group, and waits.
+    def _fn(self, collective: str, group_size: int, stride: int, nbytes: int, links: int = 1):
+        """A callable that runs a chain of ``links`` collectives of one size on this rank's
+        group (each starts after the one before it ends, on the same input), and waits.
 
         The collectives live in one TensorFlow graph run by a session (graph mode: adding
         hundreds of them costs far less than tracing as many ``tf.function``s). Each size has
         its own op name: horovod caches a collective's negotiation by name, so after warm-up
         every call is a cache hit, as in a training step that repeats its collectives.
         """
-        key = (collective, group_size, stride, nbytes)
+        key = (collective, group_size, stride, nbytes, links)
         if key not in self._fns:
             tf, hvd = self.tf, self.hvd
             group = self._my_group(group_size, stride)
@@ -146,20 +181,16 @@ class Calibrator:
                 raise ValueError(f"Calibrator: no process set for group {group}; register them with "
                                  "tensoropt.execution.process_sets.register_process_sets")
             ps = self.process_sets[group]
-            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B"
+            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
             elems = self._elems(collective, nbytes, group_size)
             if self._graph is None:
                 self._graph = tf.Graph()
             with self._graph.as_default():
                 x = tf.ones([elems], tf.float32)
-                if collective == "allreduce":
-                    y = hvd.allreduce(x, op=hvd.Sum, process_set=ps, name=name)
-                elif collective == "allgather":
-                    y = hvd.allgather(x, process_set=ps, name=name)
-                elif collective == "reducescatter":
-                    y = hvd.reducescatter(x, op=hvd.Sum, process_set=ps, name=name)
-                else:
-                    y = hvd.alltoall(x, process_set=ps, name=name)
+                y = None
+                for k in range(links):
+                    with tf.control_dependencies([y] if y is not None else []):
+                        y = _collective(hvd, collective, tf.identity(x), ps, f"{name}/{k}")
                 out = tf.reduce_sum(y[:1])
             if self._session is None:
                 config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.intra_threads,
@@ -176,6 +207,21 @@ class Calibrator:
             self._fns[key] = lambda: run(out)
         return self._fns[key]
 
+    def _chained(self, task: tuple[str, int, int, int], links: int):
+        """``run(k)``: ``k`` back-to-back runs of ``task``'s one-call chain, then of its
+        ``links``-call chain; the seconds it returns are one more link's."""
+        one, chain = self._fn(*task), self._fn(*task, links=links)
+
+        def per_link(k: int) -> float:
+            start = time.perf_counter()
+            for _ in range(k):
+                one()
+            middle = time.perf_counter()
+            for _ in range(k):
+                chain()
+            return ((time.perf_counter() - middle) - (middle - start)) / (k * (links - 1))
+        return one, per_link
+
     @staticmethod
     def _elems(collective: str, nbytes: int, group_size: int) -> int:
         """float32 elements of this rank's input for ``nbytes`` in ``collectives``' convention."""
@@ -191,8 +237,11 @@ class Calibrator:
         return elems
 
     def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
-                warmup: int = 1, statistic: str = "median") -> dict[tuple[str, int, int, int], float]:
+                warmup: int = 1, statistic: str = "median", links: int = 1) -> dict[tuple[str, int, int, int], float]:
         """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
+
+        ``links`` > 1: a sample is one more link of a ``links``-call chain (module doc);
+        1: one standalone call.
 
         Every rank must pass the same tasks. ``last_samples`` keeps the raw samples (the
         slowest rank's seconds per call, one per repeat) of each task.
@@ -201,24 +250,34 @@ class Calibrator:
             task -> ``statistic`` (median, p25 or min) over repeats of the slowest rank's
             seconds per call (the same on all ranks).
         """
-        if repeats < 1 or inner < 1:
-            raise ValueError(f"calibrate: repeats and inner must be >= 1, got {repeats}, {inner}")
+        if repeats < 1 or inner < 1 or links < 1:
+            raise ValueError(f"calibrate: repeats, inner and links must be >= 1, got {repeats}, {inner}, {links}")
         if statistic not in STATISTICS:
             raise ValueError(f"calibrate: statistic must be one of {list(STATISTICS)}, got {statistic!r}")
         capacity = int(os.environ.get("HOROVOD_CACHE_CAPACITY", "1024"))
-        if len(tasks) > capacity and self.rank == 0:
-            print(f"calibrate: {len(tasks)} timed collectives exceed horovod's response cache "
+        named = len(tasks) * (1 + links if links > 1 else 1)
+        if named > capacity and self.rank == 0:
+            print(f"calibrate: {named} timed collectives exceed horovod's response cache "
                   f"({capacity}); calls will renegotiate and time slower than in training: set "
-                  f"HOROVOD_CACHE_CAPACITY={len(tasks)} or measure fewer sizes", file=sys.stderr)
+                  f"HOROVOD_CACHE_CAPACITY={named} or measure fewer sizes", file=sys.stderr)
         started = time.perf_counter()
         logger = self.tf.get_logger()
         level = logger.level
         logger.setLevel("ERROR")  # horovod's graph-mode notices
         try:
-            calls = [self._fn(*t) for t in tasks]
-            for call in calls:  # let horovod negotiate (and cache) each tensor once
-                for _ in range(warmup):
-                    call()
+            if links > 1:
+                chains = [self._chained(t, links) for t in tasks]
+                for one, per_link in chains:  # let horovod negotiate (and cache) each tensor once
+                    for _ in range(warmup):
+                        per_link(1)
+                calls = [one for one, _ in chains]
+                timed = [per_link for _, per_link in chains]
+            else:
+                calls = [self._fn(*t) for t in tasks]
+                for call in calls:  # let horovod negotiate (and cache) each tensor once
+                    for _ in range(warmup):
+                        call()
+                timed = [_standalone(call) for call in calls]
         finally:
             logger.setLevel(level)
         warmed = time.perf_counter()
@@ -228,10 +287,7 @@ class Calibrator:
             for j, call in enumerate(calls):
                 call()      # untimed: the first call after another collective runs slow
                 barrier()
-                start = time.perf_counter()
-                for _ in range(inner):
-                    call()
-                samples[r, j] = (time.perf_counter() - start) / inner
+                samples[r, j] = timed[j](inner)
         self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
                             "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
@@ -265,7 +321,7 @@ class Calibrator:
 
     def calibrate(self, out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
                   repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
-                  statistic: str = "median") -> CalibrationProfile:
+                  statistic: str = "median", links: int = DEFAULT_LINKS) -> CalibrationProfile:
         """Measures every scheme and collective at sizes 2^i; rank 0 writes ``out_path``.
 
         Returns:
@@ -275,10 +331,10 @@ class Calibrator:
         if min_bytes is None:
             min_bytes = _FLOAT_BYTES * self.size
         sizes = default_sizes(min_bytes, max_bytes)
-        results = (self.measure(self.tasks(sizes), repeats=repeats, inner=inner, statistic=statistic)
-                   if self.size > 1 else {})
+        results = (self.measure(self.tasks(sizes), repeats=repeats, inner=inner, statistic=statistic,
+                                links=links) if self.size > 1 else {})
         profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
-                                     started=started)
+                                     started=started, links=links)
         profile.extra["overheads"] = measure_overheads(self, repeats=repeats)
         if self.rank == 0 and out_path is not None:
             profile.save(out_path)
@@ -286,7 +342,8 @@ class Calibrator:
         return profile
 
     def build_profile(self, results: dict[tuple[str, int, int, int], float], repeats: int, inner: int = 1,
-                      statistic: str = "median", started: float | None = None) -> CalibrationProfile:
+                      statistic: str = "median", started: float | None = None,
+                      links: int = DEFAULT_LINKS) -> CalibrationProfile:
         """The profile of ``measure``'s results, with this job's shape, memory and matmul rate."""
         started = time.time() if started is None else started
         flops = self.measure_matmul()
@@ -303,6 +360,8 @@ class Calibrator:
             tensoropt_version=__version__,
             extra={"compute": {"matmul_n": 512, "note": "float32 matmul, all ranks at once"},
                    "repeats": repeats, "inner": inner, "statistic": f"{statistic} over repeats of the slowest rank",
+                   "seconds": (f"one more link of a chain of {links} in one session.run" if links > 1
+                               else "one standalone call"),
                    "ranks_blockwise_by_machine": blockwise,
                    "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "calibration_seconds": round(time.time() - started, 3)})
@@ -317,17 +376,17 @@ class Calibrator:
 
 def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
               repeats: int = 10, min_bytes: int | None = None, inner: int = 1,
-              statistic: str = "median") -> CalibrationProfile:
+              statistic: str = "median", links: int = DEFAULT_LINKS) -> CalibrationProfile:
     """Runs a whole calibration in this MPI job (see :class:`Calibrator`) and ends with a barrier."""
     cal = Calibrator()
     profile = cal.calibrate(out_path, max_bytes=max_bytes, repeats=repeats, min_bytes=min_bytes, inner=inner,
-                            statistic=statistic)
+                            statistic=statistic, links=links)
     cal.finish()
     return profile
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--statistic S]``."""
+    """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--links L] [--statistic S]``."""
     p = CommandParser(prog="tensoropt calibrate",
                                 description="Measure collective bandwidth per partitioning scheme and matmul "
                                             "FLOP/s; run under mpirun -np N.")
@@ -335,7 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-bytes", type=positive_int, default=2**24, help="largest size, bytes (default 2^24)")
     p.add_argument("--min-bytes", type=positive_int, default=None, help="smallest size, bytes (default 4 x ranks)")
     p.add_argument("--repeats", type=positive_int, default=10, help="samples per size; the median is kept (default 10)")
-    p.add_argument("--inner", type=positive_int, default=1, help="back-to-back calls per sample (default 1)")
+    p.add_argument("--inner", type=positive_int, default=1, help="back-to-back runs per sample (default 1)")
+    p.add_argument("--links", type=positive_int, default=DEFAULT_LINKS,
+                   help=f"collectives per timed chain; a size's time is one more link (default {DEFAULT_LINKS}; "
+                        "1: standalone calls)")
     p.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
                    help="how repeats combine: median (default); p25 or min resist load from other jobs")
     args = p.parse_args(argv)
@@ -344,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.min_bytes is not None and args.min_bytes > args.max_bytes:
         p.error(f"--min-bytes {args.min_bytes} is above --max-bytes {args.max_bytes}; give min <= max")
     profile = calibrate(args.out, max_bytes=args.max_bytes, repeats=args.repeats, min_bytes=args.min_bytes,
-                        inner=args.inner, statistic=args.statistic)
+                        inner=args.inner, statistic=args.statistic, links=args.links)
     from mpi4py import MPI  # noqa: PLC0415
 
     if MPI.COMM_WORLD.Get_rank() == 0:

@@ -4,6 +4,8 @@ collective runs slow: 1.7-2.8 ms against 1.07 ms, measured 2026-11-26)."""
 
 import types
 
+import pytest
+
 from tensoropt.execution.calibration_job import Calibrator
 
 
@@ -29,3 +31,40 @@ def test_each_timed_call_follows_an_untimed_call_of_the_same_collective():
     assert set(got) == set(tasks)
     timed = log[len(tasks):]                          # after one warm-up call each
     assert timed == [x for _ in range(2) for t in tasks for x in (t, "barrier", t)]
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_chained_sample_is_one_more_link_without_the_run_overhead(monkeypatch):
+    # a run costs 5 s of session overhead plus 3 ms per kB per link: a standalone call
+    # would report 5 s more than a link costs; one more link of a chain reports the link
+    clock = _Clock()
+    monkeypatch.setattr("tensoropt.execution.calibration_job.time.perf_counter", clock)
+    log = []
+    cal = object.__new__(Calibrator)
+    cal.rank, cal.comm = 0, _Comm(log)
+    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+
+    def fn(collective, group_size, stride, nbytes, links=1):
+        def run():
+            clock.now += 5.0 + links * 3e-3 * nbytes / 1000
+        return run
+
+    cal._fn = fn
+    tasks = [("allreduce", 2, 1, 1000), ("allgather", 2, 1, 16000)]
+    got = cal.measure(tasks, repeats=3, links=4, inner=2)
+    assert got[tasks[0]] == pytest.approx(3e-3) and got[tasks[1]] == pytest.approx(48e-3)
+    standalone = cal.measure(tasks, repeats=3)
+    assert standalone[tasks[0]] == pytest.approx(5.003)
+
+
+def test_a_chain_link_count_below_one_is_refused():
+    cal = object.__new__(Calibrator)
+    with pytest.raises(ValueError, match="links must be >= 1"):
+        cal.measure([("allreduce", 2, 1, 8)], links=0)
