@@ -42,9 +42,10 @@ PROFILE_FORMAT_VERSION = 1
 #: ``collective_s``: what one more collective in a chain of tiny ones adds beyond the
 #: tiny collective's own measured time (horovod's cycle and negotiation);
 #: ``op_s``: what one more op in a chain of tiny ops adds to a ``session.run`` (the
-#: executor's per-op launch); ``compute_slowdown``: a matmul's time while a large
-#: all-reduce runs beside it, over its time alone (>= 1 means slower).
-OVERHEAD_FIELDS = ("collective_s", "op_s", "compute_slowdown")
+#: executor's per-op launch); ``copy_bytes_per_s``: how fast a ``tf.transpose`` writes
+#: (the local copies around a collective); ``compute_slowdown``: a matmul's time while a
+#: large all-reduce runs beside it, over its time alone (>= 1 means slower).
+OVERHEAD_FIELDS = ("collective_s", "op_s", "copy_bytes_per_s", "compute_slowdown")
 
 
 @dataclass

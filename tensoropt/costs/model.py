@@ -197,7 +197,8 @@ class CostModel:
     """Prices ops and edges of one recorded graph on ``num_devices`` devices."""
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
-                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0):
+                 compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0,
+                 copy_bytes_per_s: float = 0.0):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
@@ -208,6 +209,11 @@ class CostModel:
             collective_overhead_s: horovod's cycle, what a collective costs in a chain
                 beyond its transfer (``WithCycle``); from a calibration profile's
                 ``overheads.collective_s``. 0: the provider's times as they are.
+            copy_bytes_per_s: how fast a local copy (a ``tf.transpose`` around a
+                collective) writes, from a calibration profile's
+                ``overheads.copy_bytes_per_s``; the simulator prices a conversion's copies
+                with it (``copies_s``) when ``compute`` does not time them itself (the
+                profiler does). 0: copies are free then.
 
         Collectives are priced two ways: ``collectives`` and ``step_cost`` (an op's own
         collectives, and re-scheduling steps) give what one costs in a chain, the cycle
@@ -217,13 +223,15 @@ class CostModel:
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
-        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s)):
+        for name, value in (("op_overhead_s", op_overhead_s), ("collective_overhead_s", collective_overhead_s),
+                            ("copy_bytes_per_s", copy_bytes_per_s)):
             if not value >= 0:
-                raise ValueError(f"{name}={value}: give seconds >= 0 (from tensoropt calibrate)")
+                raise ValueError(f"{name}={value}: give a number >= 0 (seconds, or bytes per second; from tensoropt calibrate)")
         self.graph = graph
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
+        self.copy_bytes_per_s = float(copy_bytes_per_s)
         cycle = self.collective_overhead_s
         in_chain = WithCycle(collectives, cycle) if cycle else collectives
         moved = WithCycle(collectives, 0.0) if cycle else collectives
@@ -236,6 +244,15 @@ class CostModel:
         self.optimizers = {v: s.optimizer for s in graph.train_steps for v in s.var_list}
         self.trained = self.optimizers.keys()
         self._edge_tables: dict = {}
+
+    def copies_s(self, held, itemsize: int = 4) -> float:
+        """Seconds of a conversion step's local copies (``simulator.step_buffers.StepBuffers``):
+        timed as they are by a compute provider that profiles them (``copies_s``), else
+        their bytes at the calibrated copy speed (0 without one)."""
+        measured = getattr(self.compute, "copies_s", None)
+        if measured is not None and held.copy_ops:
+            return float(measured(held.copy_ops, itemsize))
+        return held.copied / self.copy_bytes_per_s if self.copy_bytes_per_s else 0.0
 
     # -- ops -------------------------------------------------------------------------------
     def allreduce_s(self, nbytes: float, mesh: tuple[int, ...], axis: int) -> float:

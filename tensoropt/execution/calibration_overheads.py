@@ -10,6 +10,10 @@ micro-benchmarks of its own (never on the plans the estimates are judged on):
 - ``op_s``: one more tiny op (a scalar add) in a chain within one ``session.run``: the
   executor's per-op launch cost; the cost model adds it to every op's forward and
   backward.
+- ``copy_bytes_per_s``: what one more ``tf.transpose`` of a 4-D float32 tensor (moving
+  its last dim to second place, as ``horovod_comm`` moves a dim to the front around a
+  collective) adds to a chain of them, as bytes written per second: the speed of the
+  local copies a conversion makes, which the simulator prices.
 - ``compute_slowdown``: a chain of matmuls and a large all-reduce with no dependency
   between them, run in one ``session.run``, over the longer of the two run alone (1: they
   overlap perfectly; larger: computing and reducing slow each other down). It is
@@ -21,11 +25,12 @@ Every figure is a slope or ratio of medians over ``repeats`` of the slowest rank
 Usage (``calibration_job.Calibrator.calibrate`` calls it)::
 
     overheads = measure_overheads(calibrator, chain=32, repeats=10)
-    # {"collective_s": ..., "op_s": ..., "compute_slowdown": ..., "chain": 32}
+    # {"collective_s": ..., "op_s": ..., "copy_bytes_per_s": ..., "compute_slowdown": ..., "chain": 32}
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any
@@ -56,9 +61,13 @@ def slowest_median_s(comm, run, repeats: int) -> float:
     return statistics.median(slowest)
 
 
+#: The tensor the copy chain transposes: 8 MiB of float32, and how many transposes.
+COPY_SHAPE, COPY_CHAIN = (32, 32, 32, 64), 12
+
+
 def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: int = 256,
                       allreduce_bytes: int = 2**24) -> dict[str, float]:
-    """The three figures of the module doc, the same on every rank of ``cal``'s job.
+    """The four figures of the module doc, the same on every rank of ``cal``'s job.
 
     Raises:
         ValueError: ``chain`` < 2 or ``repeats`` < 1.
@@ -82,6 +91,11 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
                 for k in range(n):
                     y = hvd.allreduce(y, op=hvd.Sum, name=f"tensoropt_overheads/ar{n}/{k}") * (1.0 / cal.size)
                 fetches[("collective", n)] = y
+        for n in (1, COPY_CHAIN):
+            c = tf.random.uniform(COPY_SHAPE)          # not a constant: nothing folds
+            for _ in range(n):
+                c = tf.transpose(c, [0, 3, 1, 2])
+            fetches[("copy", n)] = c[:1, :1, :1, :1]
         a = tf.ones([matmul_n, matmul_n], tf.float32) * 0.001
         m = a
         for _ in range(8):
@@ -98,6 +112,9 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
             return max(0.0, (tn - t1) / (n - 1))
 
         out = {"op_s": slope("op", op_chain), "chain": chain, "op_chain": op_chain}
+        per_copy = slope("copy", COPY_CHAIN)
+        if per_copy > 0:
+            out["copy_bytes_per_s"] = 4 * math.prod(COPY_SHAPE) / per_copy
         if cal.size > 1:
             out["collective_s"] = slope("collective", chain)
             alone = slowest_median_s(cal.comm, lambda: session.run(fetches["matmul"]), repeats)

@@ -20,6 +20,7 @@ from typing import Optional
 
 from tensoropt.configs import Config
 from tensoropt.simulator.graph import Fragment
+from tensoropt.simulator.step_buffers import conversion_step_buffers
 
 __all__ = ["RebuildChoice", "RebuildTasks"]
 
@@ -83,8 +84,12 @@ class RebuildTasks:
             elif rebuild_count:
                 data = [f"{c}/fwd{s}"]
             start = f"{c}/in{n - 1}/R{s}" if n else f"{c}/bchain_in{s}"
-            rb, end = self._collectives(f, calls[:rebuild_count], sec[:rebuild_count], r, start,
-                                        data, c, "rebuild")
+            rb, end, rb_ready = self._collectives(
+                f, calls[:rebuild_count], sec[:rebuild_count], r, start, data, c, "rebuild",
+                self.copy_seconds(conversion_step_buffers(rb_steps, tuple(op.outputs[0].shape),
+                                                          op.outputs[0].dtype.itemsize).steps,
+                                  op.outputs[0].dtype.itemsize)
+                if choice.mode == "keep_consumer" and rebuild_count else None)
             if choice.mode == "keep_consumer":
                 self._conversion_buffers(f, rb, rb_steps, op.outputs[0], f"{c}:out0:rebuilt",
                                          [bwd], r, "rebuilt activation")
@@ -92,9 +97,9 @@ class RebuildTasks:
                 for task, call in zip(rb, calls):
                     f.add_buffer(f"{task}:buf", call.nbytes, "gather in flight", alloc=task,
                                  free_after=[task], rank=r)
-            self._join(f, f"{c}/out/rebuilt", r, rb[-1:])
-            names, end = self._collectives(f, calls[rebuild_count:], sec[rebuild_count:], r, end,
-                                           [bwd], c, "backward")
+            self._join(f, f"{c}/out/rebuilt", r, rb_ready[-1:])
+            names, end, _ = self._collectives(f, calls[rebuild_count:], sec[rebuild_count:], r,
+                                              end, [bwd], c, "backward")
             for task, call in zip(names, calls[rebuild_count:]):
                 f.add_buffer(f"{task}:buf", call.nbytes, "gradient in flight", alloc=task,
                              free_after=[task], rank=r)

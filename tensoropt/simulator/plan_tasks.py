@@ -29,6 +29,11 @@ Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
   its link: ``nic:r`` (a share of the machine's network card) when its group spans
   machines, else ``link:r``. With a calibrated cycle, ``chain:r`` runs on horovod's cycle
   and a collective lasts its transfer alone (``SimOptions.horovod_cycle``).
+- ``{collective}/copies``: a conversion step's local copies (``StepBuffers.copy_ops``: the
+  transposes around it, moved pieces and their concatenation, a copying split), as
+  ``CostModel.copies_s`` prices them (the profiler times them; else their bytes at the
+  calibrated copy speed), on the compute resource after the collective; what reads the
+  step's value waits for it.
 - Zero-duration joins on no resource (``{op}/out0``, ``{op}/in1/grad``, ...) through
   which fragments depend on each other; every join exists in every version.
 
@@ -90,6 +95,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_layout,
                                op_collectives, output_layout)
@@ -185,11 +191,20 @@ class PlanContext(RebuildTasks):
             f.add_dependency(a, task)
         return task
 
+    def copy_seconds(self, held, itemsize: int) -> list[float]:
+        """Per ``StepBuffers``, the seconds its local copies take (``CostModel.copies_s``)."""
+        copies_s = getattr(self.model, "copies_s", None)
+        return [copies_s(h, itemsize) if copies_s and (h.copied or h.copy_ops) else 0.0 for h in held]
+
     def _collectives(self, f: Fragment, calls: list, seconds: list, r: int, chain_from: str,
-                     data_from: list[str], op_name: str, step: str) -> tuple[list[str], str]:
-        """Adds ``calls`` in order; returns their task names and the chain's last name."""
-        names, prev = [], chain_from
-        for call, sec in zip(calls, seconds):
+                     data_from: list[str], op_name: str, step: str,
+                     copies: Optional[list[float]] = None) -> tuple[list[str], str, list[str]]:
+        """Adds ``calls`` in order, each followed by a compute task for its local copies
+        (``{call}/copies``) when ``copies`` gives it seconds; returns their task names, the
+        chain's last name, and per call the task after which its value exists."""
+        names, prev, ready = [], chain_from, []
+        copies = copies or [0.0] * len(calls)
+        for call, sec, copy in zip(calls, seconds, copies):
             group = call.group(r)
             spans = len({g // self.dpm for g in group}) > 1
             task = call.name + self.sfx(r)
@@ -208,8 +223,15 @@ class PlanContext(RebuildTasks):
                 f.add_dependency(p, task)
             names.append(task)
             prev = task
-            data_from = [task]
-        return names, prev
+            done = task
+            if copy:
+                done = call.name + "/copies" + self.sfx(r)
+                f.add_task(done, "compute", [f"compute:{r}"], self._ps(copy) / PS_PER_S, rank=r,
+                           op=op_name, step=step, copied_after=call.name)
+                f.add_dependency(task, done)
+            ready.append(done)
+            data_from = [done]
+        return names, prev, ready
 
     def _step_seconds(self, steps, tensor) -> list[float]:
         shape, itemsize = tuple(tensor.shape), tensor.dtype.itemsize
@@ -268,8 +290,8 @@ class PlanContext(RebuildTasks):
             for i in range(n):
                 f.add_dependency(f"{c}/in{i}/data{s}", fwd)
             start = f"{c}/in{n - 1}/B{s}" if n else fin
-            names, end = self._collectives(f, calls, self._own_seconds(config, items), r, start,
-                                           [fwd], c, "forward")
+            names, end, _ = self._collectives(f, calls, self._own_seconds(config, items), r,
+                                              start, [fwd], c, "forward")
             self._join(f, f"{c}/fchain_out", r, [end])
             for j in range(len(op.outputs)):
                 self._join(f, f"{c}/out{j}", r, [fwd] + names)
@@ -355,6 +377,9 @@ class PlanContext(RebuildTasks):
         saves = i in op.space.saved_inputs and self.has_bwd[k]
         fwd_calls = step_calls(ep.forward_steps, f"{c}/in{i}", tensor, "forward")
         fwd_sec = self._step_seconds(ep.forward_steps, tensor)
+        fwd_held = conversion_step_buffers(ep.forward_steps, tuple(tensor.shape),
+                                           tensor.dtype.itemsize).steps
+        fwd_copy = self.copy_seconds(fwd_held, tensor.dtype.itemsize)
         rebuild = inside and self.has_bwd[k]
         grad = self.grad_inputs[k][i]
         bwd_calls, bwd_sec, bwd_held = [], [], []
@@ -375,15 +400,17 @@ class PlanContext(RebuildTasks):
             # forward: slot A (converted before the op) or B (converted by the op itself)
             prev_a = f"{c}/fchain_in{s}" if i == 0 else f"{c}/in{i - 1}/A{s}"
             prev_b = f"{c}/in{n - 1}/A{s}" if i == 0 else f"{c}/in{i - 1}/B{s}"
-            names, end = self._collectives(f, fwd_calls, fwd_sec, r, prev_b if inside else prev_a,
-                                           [src], c, "forward")
+            names, end, ready = self._collectives(f, fwd_calls, fwd_sec, r,
+                                                  prev_b if inside else prev_a, [src], c,
+                                                  "forward", fwd_copy if fwd_calls else None)
             self._join(f, f"{c}/in{i}/A", r, [prev_a] if inside else [end])
             self._join(f, f"{c}/in{i}/B", r, [end] if inside else [prev_b])
             converted = ep.src_layout != ep.dst_layout
-            if converted and not names:           # local slices only: a free local copy
-                names = [self._compute(f, f"{c}/in{i}/slice", k, r, 0, "slice", config)]
+            if converted and not names:           # local slices only: one local copy (or view)
+                copy_ps = self._ps(fwd_copy[0]) if fwd_copy else 0
+                names = ready = [self._compute(f, f"{c}/in{i}/slice", k, r, copy_ps, "slice", config)]
                 f.add_dependency(src, names[0])
-            self._join(f, f"{c}/in{i}/data", r, names[-1:] or [src])
+            self._join(f, f"{c}/in{i}/data", r, ready[-1:] or [src])
             keep_copy = saves and ep.reuse != "keep_producer"
             if converted:
                 uses = [fwd] + ([bwd] if keep_copy else [])
@@ -398,16 +425,18 @@ class PlanContext(RebuildTasks):
             rb_names, end = [], prev_r
             if rebuild:
                 calls = step_calls(ep.forward_steps, f"{c}/in{i}/rebuild", tensor, "rebuild")
-                rb_names, end = self._collectives(f, calls, fwd_sec, r, prev_r, [src], c,
-                                                  "rebuild")
+                rb_names, end, rb_ready = self._collectives(f, calls, fwd_sec, r, prev_r, [src], c,
+                                                            "rebuild", fwd_copy)
                 self._conversion_buffers(f, rb_names, ep.forward_steps, tensor,
                                          f"{c}/in{i}:rebuilt", [bwd], r, "rebuilt activation")
             self._join(f, f"{c}/in{i}/R", r, [end])
-            self._join(f, f"{c}/in{i}/rebuilt", r, rb_names[-1:])
+            self._join(f, f"{c}/in{i}/rebuilt", r, rb_ready[-1:] if rebuild else [])
             prev_p = f"{c}/rebuild_out{s}" if i == 0 else f"{c}/in{i - 1}/P{s}"
             prev_q = f"{c}/in{n - 1}/P{s}" if i == 0 else f"{c}/in{i - 1}/Q{s}"
-            names, end = self._collectives(f, bwd_calls, bwd_sec, r, prev_p if inside else prev_q,
-                                           [bwd] if grad else [], c, "backward")
+            names, end, grad_done = self._collectives(f, bwd_calls, bwd_sec, r,
+                                                      prev_p if inside else prev_q,
+                                                      [bwd] if grad else [], c, "backward",
+                                                      self.copy_seconds(bwd_held, tensor.dtype.itemsize))
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
             for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
@@ -429,7 +458,7 @@ class PlanContext(RebuildTasks):
             self._join(f, f"{c}/in{i}/grad_read", r, first)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])
-            self._join(f, f"{c}/in{i}/grad", r, names[-1:] or ([bwd] if grad else []))
+            self._join(f, f"{c}/in{i}/grad", r, grad_done[-1:] or ([bwd] if grad else []))
 
 
 def _saved_io_bytes(op, config: Config) -> int:

@@ -11,6 +11,7 @@ from tensoropt.cluster.calibration import CalibrationProfile, profile_overheads
 from tensoropt.configs import Config
 from tensoropt.costs.model import FORWARD_SHARE, CostModel, WithCycle
 from tensoropt.search.strategy import make_cost_model
+from tensoropt.simulator.step_buffers import StepBuffers
 
 ALPHA, BW = 5e-4, 1e9     # the standalone profile: 0.5 ms per call + bytes / 1 GB/s
 PEAK = 1e9
@@ -94,10 +95,11 @@ def _profile(overheads):
 
 def test_the_profiled_cost_model_takes_the_profile_overheads(tmp_path, monkeypatch):
     path = tmp_path / "local.json"
-    _profile({"collective_s": 2e-4, "op_s": 3e-5, "compute_slowdown": 1.2}).save(path)
+    _profile({"collective_s": 2e-4, "op_s": 3e-5, "copy_bytes_per_s": 2e9, "compute_slowdown": 1.2}).save(path)
     monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
     model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
     assert (model.op_overhead_s, model.collective_overhead_s) == (3e-5, 2e-4)
+    assert model.copy_bytes_per_s == 2e9 and model.copies_s(StepBuffers(0, 0, 0, copied=int(4e9))) == 2.0
     assert model.collectives.time_s("allreduce", 8, 2, 1) == pytest.approx(2e-4)
 
 

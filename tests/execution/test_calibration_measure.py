@@ -68,3 +68,14 @@ def test_a_chain_link_count_below_one_is_refused():
     cal = object.__new__(Calibrator)
     with pytest.raises(ValueError, match="links must be >= 1"):
         cal.measure([("allreduce", 2, 1, 8)], links=0)
+
+
+def test_one_rank_measures_the_op_launch_and_the_copy_speed():
+    from tensoropt._tf import import_tensorflow
+    from tensoropt.execution.calibration_overheads import measure_overheads
+    cal = types.SimpleNamespace(tf=import_tensorflow(), hvd=None, size=1, intra_threads=1,
+                                comm=_Comm([]))
+    out = measure_overheads(cal, chain=2, repeats=3)
+    assert out["op_s"] >= 0 and "collective_s" not in out     # no collectives on one rank
+    # a transpose writes 8 MiB: between 10 MB/s and 1 TB/s on any machine this runs on
+    assert 1e7 < out["copy_bytes_per_s"] < 1e12

@@ -41,7 +41,8 @@ def test_transpose_and_split_copy_only_when_tensorflow_moves_data():
 def test_allgather_of_columns_holds_the_moved_input_the_gathered_and_the_moved_back():
     step = Step.make_allgather(L("[2] R,S0"), 0)
     held = conversion_step_buffers([step], SHAPE, F32)
-    assert held.steps == (StepBuffers(moved_in=HALF, scratch=FULL, out=FULL),)
+    # copies: the columns moved to the front (HALF), the gathered moved back (FULL)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=FULL, out=FULL, copied=HALF + FULL),)
     assert not held.view_of_input
     rows = conversion_step_buffers([Step.make_allgather(L("[2] S0,R"), 0)], SHAPE, F32)
     assert rows.steps == (StepBuffers(0, 0, FULL),)  # dim 0: no transpose, no copy
@@ -51,7 +52,7 @@ def test_a_split_after_a_gather_copies_unless_it_splits_rows():
     gather = Step.make_allgather(L("[2] S0,R"), 0)                   # -> R,R
     by_cols = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
     # the split writes both halves (FULL), keeps one; the gathered input dies with it
-    assert by_cols.steps == (StepBuffers(0, FULL + HALF, HALF),)
+    assert by_cols.steps == (StepBuffers(0, FULL + HALF, HALF, copied=FULL),)
     by_rows = conversion_step_buffers([gather, Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
     assert by_rows.steps == (StepBuffers(0, 0, FULL),)               # a view of the gathered
 
@@ -60,7 +61,7 @@ def test_a_conversion_of_slices_only_is_a_view_or_one_copy():
     rows = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 0)], SHAPE, F32)
     assert rows.view_of_input and rows.steps == (StepBuffers(0, 0, 0),)
     cols = conversion_step_buffers([Step.make_slice(L("[2] R,R"), 0, 1)], SHAPE, F32)
-    assert not cols.view_of_input and cols.steps == (StepBuffers(0, 0, HALF),)
+    assert not cols.view_of_input and cols.steps == (StepBuffers(0, 0, HALF, copied=FULL),)
 
 
 def test_alltoall_holds_the_received_buffer_and_moved_pieces_besides_its_result():
@@ -68,7 +69,7 @@ def test_alltoall_holds_the_received_buffer_and_moved_pieces_besides_its_result(
     held = conversion_step_buffers([step], SHAPE, F32)
     # moves dim 1 to the front (a copy of the rows block), receives HALF, moves the
     # pieces back (HALF) and concatenates them (HALF)
-    assert held.steps == (StepBuffers(moved_in=HALF, scratch=2 * HALF, out=HALF),)
+    assert held.steps == (StepBuffers(moved_in=HALF, scratch=2 * HALF, out=HALF, copied=3 * HALF),)
 
 
 def test_allreduce_holds_its_result_only():
@@ -78,46 +79,65 @@ def test_allreduce_holds_its_result_only():
 
 # -- in the simulated step ----------------------------------------------------------------------
 
-def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_gather_ends():
-    # Sampled plans of the tiny MLP on 2 devices. Wherever a weight split by columns is
-    # gathered for its matmul, TensorFlow transposes the weight's block as soon as the
-    # step starts (nothing orders the transpose after the collective chain) and horovod
-    # holds it until the gather ends; the gathered block and the one moved back are both
-    # live during the gather.
+def _column_gathers_of_weights(**model_options):
+    """``(timeline, edge, block bytes, gathered bytes, gather task)`` wherever a sampled
+    plan of the tiny MLP on 2 devices gathers a weight split by columns for its matmul."""
     models.build("mlp", size="tiny")
     graph = to.get_default_graph()
     cl = plan_models.cluster(2)
-    model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops)
+    model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops, **model_options)
     space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
     rng = np.random.default_rng(3)
     ops = {op.name: op for op in graph.operations}
-    checked = 0
     for _ in range(12):
         plan = sample_plan(space, rng)
         t = sim.simulate_full(sim.versions_for_plan(plan))
+        for e in plan.edges:
+            steps = e.forward_steps or ()
+            if ops[e.producer].kind != "variable" or len(steps) != 1 or steps[0].kind != "allgather" \
+                    or steps[0].src_dim != 1:
+                continue
+            tensor = ops[e.producer].outputs[0]
+            yield (t, e, e.src_layout.local_bytes(tensor.shape, 4), steps[0].dst.local_bytes(tensor.shape, 4),
+                   f"allgather/{e.consumer}/in{e.input}/0")
+
+
+def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_gather_ends():
+    # Wherever a weight split by columns is gathered for its matmul, TensorFlow transposes
+    # the weight's block as soon as the step starts (nothing orders the transpose after
+    # the collective chain) and horovod holds it until the gather ends; the gathered block
+    # and the one moved back are both live during the gather.
+    checked = 0
+    for t, e, block, gathered, gather in _column_gathers_of_weights():
         b = t.graph.buffers
         alloc, free = _lifetimes(t)
         start = dict(zip(t.graph.names, t.start_ps.tolist()))
         end = dict(zip(t.graph.names, t.end_ps.tolist()))
         size = dict(zip(b.names, b.size_bytes.tolist()))
-        where = {n: j for j, n in enumerate(b.names)}
-        for e in plan.edges:
-            producer = ops[e.producer]
-            steps = e.forward_steps or ()
-            if producer.kind != "variable" or len(steps) != 1 or steps[0].kind != "allgather" \
-                    or steps[0].src_dim != 1:
-                continue
-            tensor = producer.outputs[0]
-            block = e.src_layout.local_bytes(tensor.shape, 4)
-            gathered = steps[0].dst.local_bytes(tensor.shape, 4)
-            gather = f"allgather/{e.consumer}/in{e.input}/0"
-            moved = where[f"{gather}:moved in"]
-            assert size[f"{gather}:moved in"] == block
-            assert alloc[moved] == end[f"{e.producer}/out0"] < start[gather]
-            assert free[moved] == end[gather]
-            assert size[f"{gather}:scratch"] == gathered          # before it moves back
-            assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
-            checked += 1
+        moved = b.names.index(f"{gather}:moved in")
+        assert size[f"{gather}:moved in"] == block
+        assert alloc[moved] == end[f"{e.producer}/out0"] < start[gather]
+        assert free[moved] == end[gather]
+        assert size[f"{gather}:scratch"] == gathered          # before it moves back
+        assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
+        checked += 1
+    assert checked >= 2
+
+
+def test_a_gather_of_columns_takes_the_time_of_its_copies_before_its_consumer_runs():
+    # With a calibrated copy speed, the transposes around such a gather (the block moved
+    # in, the gathered moved back) run as a compute task after the gather, and the
+    # matmul that reads the gathered weight waits for it.
+    speed = 1e8                                          # 100 MB/s: copies show
+    checked = 0
+    for t, e, block, gathered, gather in _column_gathers_of_weights(copy_bytes_per_s=speed):
+        start = dict(zip(t.graph.names, t.start_ps.tolist()))
+        end = dict(zip(t.graph.names, t.end_ps.tolist()))
+        copies = f"{gather}/copies"
+        assert end[copies] - start[copies] == round((block + gathered) / speed * 1e12)
+        assert start[copies] >= end[gather]
+        assert start[f"{e.consumer}/fwd"] >= end[copies]
+        checked += 1
     assert checked >= 2
 
 
@@ -153,3 +173,4 @@ def test_adams_sparse_update_of_an_embedding_holds_two_scaled_slot_copies_from_t
     j = names.index("table:rescaled slots")
     assert b.size_bytes[j] == copies * table.nbytes == 2 * 100 * 16 * 4
     assert alloc[j] == 0 and free[j] == -1                 # from the start, never freed
+

@@ -77,6 +77,7 @@ from tensoropt.ops.registry import LoweringContext
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS
 from tensoropt.costs.profiler._cache import ProfileCache, default_cache_path
 from tensoropt.costs.profiler._shard import LocalShard, fit_shard, local_shard
+from tensoropt.costs.profiler._copies import copies_key, measure_copies
 from tensoropt.costs.profiler._update import measure_update, update_key
 
 __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "machine_description",
@@ -314,6 +315,23 @@ class ComputeProfiler:
         factor = max(1, math.ceil(16 * elements / self.max_bytes))
         warn_if_busy(self.cache.path)
         seconds = measure_update(self, optimizer, -(-elements // factor), dtype) * factor
+        self.cache.put(key, seconds)
+        return seconds
+
+    def copies_s(self, ops, itemsize: int = 4) -> float:
+        """Seconds of a conversion step's local copies ``ops`` (``_copies``: transposes,
+        splits and concatenations, as ``simulator.step_buffers.collective_copy_ops``
+        lists them). Measured on the first request for its key, then served from the
+        cache; no ops take no time."""
+        if not ops:
+            return 0.0
+        key = f"{self._machine_key()}|{copies_key(ops, itemsize)}"
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        warn_if_busy(self.cache.path)
+        seconds = measure_copies(self, ops, itemsize)
         self.cache.put(key, seconds)
         return seconds
 
