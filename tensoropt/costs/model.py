@@ -198,7 +198,7 @@ class CostModel:
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
                  compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0,
-                 copy_bytes_per_s: float = 0.0):
+                 copy_bytes_per_s: float = 0.0, transfers_use_compute: bool = False):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
@@ -214,6 +214,11 @@ class CostModel:
                 ``overheads.copy_bytes_per_s``; the simulator prices a conversion's copies
                 with it (``copies_s``) when ``compute`` does not time them itself (the
                 profiler does). 0: copies are free then.
+            transfers_use_compute: True where a collective's transfer is made by the cores
+                that compute (CPU ranks: MPI copies through shared memory or sockets): the
+                simulator then lets a rank's transfer and its compute take turns instead of
+                overlapping. ``make_cost_model("profiled")``, which prices this machine's
+                CPUs, sets it.
 
         Collectives are priced two ways: ``collectives`` and ``step_cost`` (an op's own
         collectives, and re-scheduling steps) give what one costs in a chain, the cycle
@@ -232,6 +237,7 @@ class CostModel:
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
         self.copy_bytes_per_s = float(copy_bytes_per_s)
+        self.transfers_use_compute = bool(transfers_use_compute)
         cycle = self.collective_overhead_s
         in_chain = WithCycle(collectives, cycle) if cycle else collectives
         moved = WithCycle(collectives, 0.0) if cycle else collectives

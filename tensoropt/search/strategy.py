@@ -137,7 +137,8 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
         return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=profiler,
                          op_overhead_s=overheads.get("op_s", 0.0),
                          collective_overhead_s=overheads.get("collective_s", 0.0),
-                         copy_bytes_per_s=overheads.get("copy_bytes_per_s", 0.0))
+                         copy_bytes_per_s=overheads.get("copy_bytes_per_s", 0.0),
+                         transfers_use_compute=True)   # this machine's CPUs move MPI's bytes too
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 
 

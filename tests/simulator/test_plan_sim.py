@@ -217,3 +217,22 @@ def test_a_converted_activation_gradient_lives_until_its_producer_backward_ends(
             assert free[j] == max(end[step], end[f"{producer}/bwd"]), name
             checked += 1
     assert checked > 0, "no sampled plan converts an activation gradient; pick another seed"
+
+
+def test_on_cpu_ranks_transfers_take_turns_with_compute():
+    # the by-hand plan above, with the transfers made by the cores that compute: nothing overlaps
+    b, d, h, c = 8, 12, 16, 4
+    x = to.placeholder(to.float32, [b, d], name="x")
+    y = to.placeholder(to.int32, [b], name="y")
+    w1, w2 = to.get_variable("w1", [d, h]), to.get_variable("w2", [h, c])
+    logits = to.matmul(to.nn.relu(to.matmul(x, w1)), w2)
+    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    to.train.AdamOptimizer().minimize(loss)
+    graph = to.get_default_graph()
+    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfers_use_compute=True)
+    plan = search_frontier(graph, model).data_parallel_plan()
+    sim = PlanSimulator(graph, model, cluster(4))
+    t = sim.simulate_full(sim.versions_for_plan(plan))
+    compute = sum(round(s * PS) for op in graph.operations for s in model.compute_split(op, config_of(plan, op)))
+    ar = [round(model.collectives.time_s(k.kind, k.nbytes, *k.scheme) * PS) for k in collective_schedule(graph, plan)]
+    assert t.makespan_ps == compute + sum(ar)
