@@ -50,7 +50,8 @@ def test_on_one_device_the_simulated_time_is_the_compute_sum_and_the_estimate():
     assert r.makespan_s == pytest.approx(plan.time_s, rel=1e-12)
 
 
-def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_hand():
+def _data_parallel_mlp(transfers_use_compute: bool = False):
+    """A two-layer MLP's data-parallel plan on 4 devices, simulated: (graph, model, plan, timeline)."""
     b, d, h, c = 8, 12, 16, 4
     x = to.placeholder(to.float32, [b, d], name="x")
     y = to.placeholder(to.int32, [b], name="y")
@@ -59,10 +60,14 @@ def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_
     loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     to.train.AdamOptimizer().minimize(loss)
     graph = to.get_default_graph()
-    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10)
+    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfers_use_compute=transfers_use_compute)
     plan = search_frontier(graph, model).data_parallel_plan()
     sim = PlanSimulator(graph, model, cluster(4))
-    t = sim.simulate_full(sim.versions_for_plan(plan))
+    return graph, model, plan, sim.simulate_full(sim.versions_for_plan(plan))
+
+
+def test_data_parallel_mlp_overlaps_backward_with_the_gradient_allreduces_as_by_hand():
+    graph, model, plan, t = _data_parallel_mlp()
     ops = {op.name: op for op in graph.operations}
     split = {n: [round(s * PS) for s in model.compute_split(op, config_of(plan, op))]
              for n, op in ops.items()}
@@ -221,18 +226,7 @@ def test_a_converted_activation_gradient_lives_until_its_producer_backward_ends(
 
 def test_on_cpu_ranks_transfers_take_turns_with_compute():
     # the by-hand plan above, with the transfers made by the cores that compute: nothing overlaps
-    b, d, h, c = 8, 12, 16, 4
-    x = to.placeholder(to.float32, [b, d], name="x")
-    y = to.placeholder(to.int32, [b], name="y")
-    w1, w2 = to.get_variable("w1", [d, h]), to.get_variable("w2", [h, c])
-    logits = to.matmul(to.nn.relu(to.matmul(x, w1)), w2)
-    loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    to.train.AdamOptimizer().minimize(loss)
-    graph = to.get_default_graph()
-    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfers_use_compute=True)
-    plan = search_frontier(graph, model).data_parallel_plan()
-    sim = PlanSimulator(graph, model, cluster(4))
-    t = sim.simulate_full(sim.versions_for_plan(plan))
+    graph, model, plan, t = _data_parallel_mlp(transfers_use_compute=True)
     compute = sum(round(s * PS) for op in graph.operations for s in model.compute_split(op, config_of(plan, op)))
     ar = [round(model.collectives.time_s(k.kind, k.nbytes, *k.scheme) * PS) for k in collective_schedule(graph, plan)]
     assert t.makespan_ps == compute + sum(ar)
