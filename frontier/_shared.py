@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from frontier._copies import column_pointers, member_pointers
 from frontier._table import (IDX, Table, cell_ids, count_groups, gather, radius_max,
                              row_groups, single_point_cells, transpose)
 from frontier._values import MergeCounts, Shape, cell_product, combine, translated, union_groups
@@ -58,20 +59,19 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
                        counts=counts, rel=rel)
     a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, counts=counts)
-    b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
+    b_cells = (rrep[:, None] * P + crep[None, :]).reshape(-1)
+    b2, b2src = gather(b, b_cells)
     if post is not None:
         assert single_point_cells(post) and post.ncells == P
         budget = max(0.0, budget - radius_max(post))
     c2, ia2, ib2, _ = combine(a2, b2, Shape(W, G, H), threads=threads, budget=budget,
                               counts=counts, rel=rel)
     c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
-    ia = ia_a2[ia2[cidx]]
-    kk = k_a2[ia2[cidx]]
-    src = b2src[ib2[cidx]]                       # point in a representative cell of b
-    local = src - b.off[np.searchsorted(b.off, src, side="right") - 1]
-    pc = cell_ids(c) % P
-    ib = b.off[kk * P + pc] + local
+    ia, ib, kk = (np.empty(c.npoints, dtype=IDX) for _ in range(3))
+    column_pointers(c.off, (W, P, H), (cg, rg, b_cells), (cidx, ia2, ib2, ia_a2, k_a2),
+                    (b2src, np.asarray(b.off, dtype=IDX)), (ia, ib, kk))
     if post is not None:
+        pc = cell_ids(c) % P
         rad = None
         if c.radius is not None or post.radius is not None:
             rad = c.radii() + post.radii()[pc]
@@ -100,12 +100,10 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     c, ia, ib, kk = combine_grouped(ar, b, Shape(len(wrep), K, P), mid=mid, post=post,
                                     threads=threads, budget=budget, counts=counts, rel=rel)
     cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
-    kk = kk[cidx]
-    ib = ib[cidx]
-    src = ar_src[ia[cidx]]                       # point of a in the representative row
-    w = cell_ids(cf) // P
-    local = src - a.off[wrep[wg[w]] * K + kk]
-    return cf, a.off[w * K + kk] + local, ib, kk
+    out = tuple(np.empty(cf.npoints, dtype=IDX) for _ in range(3))
+    member_pointers(cf.off, (W, K, P), (wrep, wg), (cidx, ia, ib, kk),
+                    (ar_src, np.asarray(a.off, dtype=IDX)), out)
+    return (cf, *out)
 
 
 def _joint_groups(x: Table, y: Table, R: int, C: int):

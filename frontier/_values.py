@@ -28,7 +28,8 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
-from frontier._scans import reduce_sorted, sort_runs, suffix_max, thin_cells
+from frontier._copies import kernel_rows
+from frontier._scans import reduce_sorted, sort_runs, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
@@ -104,13 +105,11 @@ def _summary(t: Table) -> np.ndarray:
 def _kernel_table(t: Table, exact: bool) -> tuple:
     """``(vals, off, summary)`` as ``_kernels`` takes a table: a row per point of
     memory, time, radius and the suffix maximum of radius - time (zeros when exact)."""
-    vals = np.zeros((t.npoints, 4))
-    vals[:, 0], vals[:, 1] = t.mem, t.time
     off = np.ascontiguousarray(t.off, dtype=IDX)
-    if t.radius is not None:
-        vals[:, 2] = t.radius
-    if not exact:
-        vals[:, 3] = suffix_max(np.ascontiguousarray(vals[:, 2]), _f64(t.time), off)
+    assert off[0] == 0 and off[-1] == t.npoints, "a table's cells must cover its points"
+    vals = np.empty((t.npoints, 4))
+    kernel_rows(_f64(t.mem), _f64(t.time), _EMPTY if t.radius is None else _f64(t.radius),
+                off, exact, vals)
     return vals, off, _summary(t)
 
 

@@ -1,0 +1,98 @@
+"""Compiled grouping of identical rows of a frontier table (numba), for
+``_table.row_groups``.
+
+A row of an R x C table is cells ``r*C .. r*C + C - 1``: its points per cell and the
+bit patterns of its memories, times and radii. ``group_rows`` hashes every row in one
+pass, compares rows of equal hash bit for bit, and numbers the groups in the order of
+their first rows: the same groups, numbers and representatives as comparing the rows'
+bytes one by one.
+
+These functions call no compiled function of another file, so numba's own disk cache
+(stamped with this file alone) stays right; they are not in ``_jit.KERNEL_FILES``.
+
+Usage::
+
+    gid, reps = group_rows(off, R, C, cols)   # cols: (mem, time[, radius]) as int64 bits
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontier._jit import jit
+
+__all__ = ["group_rows"]
+
+_PRIME = np.uint64(0x100000001B3)
+_BASIS = np.uint64(0xCBF29CE484222325)
+
+
+@jit
+def _row_hashes(off, R, C, cols):
+    """A 64-bit hash per row of (points per cell, each column's bits), FNV-1a-like on
+    whole words."""
+    out = np.empty(R, dtype=np.uint64)
+    for r in range(R):
+        h = _BASIS
+        for c in range(r * C, (r + 1) * C):
+            h = (h ^ np.uint64(off[c + 1] - off[c])) * _PRIME
+        for j in range(len(cols)):
+            col = cols[j]
+            for x in range(off[r * C], off[(r + 1) * C]):
+                h = (h ^ np.uint64(col[x])) * _PRIME
+        out[r] = h
+    return out
+
+
+@jit
+def _rows_equal(off, C, r, s, cols):
+    """Whether rows r and s have the same points per cell and the same bits in every
+    column."""
+    for c in range(C):
+        if off[r * C + c + 1] - off[r * C + c] != off[s * C + c + 1] - off[s * C + c]:
+            return False
+    ro, so = off[r * C], off[s * C]
+    for j in range(len(cols)):
+        col = cols[j]
+        for x in range(off[(r + 1) * C] - ro):
+            if col[ro + x] != col[so + x]:
+                return False
+    return True
+
+
+@jit
+def group_rows(off, R, C, cols):
+    """``(gid, reps)``: the group of every row, and the first row of each group, groups
+    numbered in the order of their first rows."""
+    h = _row_hashes(off, R, C, cols)
+    order = np.argsort(h, kind="mergesort")        # equal hashes keep the row order
+    first = np.empty(R, dtype=np.int64)            # the first row identical to each
+    found = np.empty(R, dtype=np.int64)            # first rows of the current hash
+    i = 0
+    while i < R:
+        j = i
+        while j < R and h[order[j]] == h[order[i]]:
+            j += 1
+        n = 0
+        for x in range(i, j):
+            r = order[x]
+            first[r] = r
+            for q in range(n):
+                if _rows_equal(off, C, found[q], r, cols):
+                    first[r] = found[q]
+                    break
+            if first[r] == r:
+                found[n] = r
+                n += 1
+        i = j
+    gid = np.empty(R, dtype=np.int64)
+    reps = np.empty(R, dtype=np.int64)
+    ng = 0
+    for r in range(R):
+        if first[r] == r:
+            reps[ng] = r
+            gid[r] = ng
+            ng += 1
+        else:
+            gid[r] = gid[first[r]]
+    return gid, reps[:ng]
