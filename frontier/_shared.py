@@ -58,7 +58,8 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
     if G * H * 4 > K * P * 3:
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
                        counts=counts, rel=rel)
-    a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, counts=counts)
+    a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, threads=threads,
+                                   counts=counts)
     b_cells = (rrep[:, None] * P + crep[None, :]).reshape(-1)
     b2, b2src = gather(b, b_cells)
     if post is not None:

@@ -272,11 +272,12 @@ def union_all(a: Table, *, budget: float = 0.0, counts: Optional[MergeCounts] = 
 
 
 def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Table] = None,
-                 counts: Optional[MergeCounts] = None):
+                 threads: int = 1, counts: Optional[MergeCounts] = None):
     """Cell (w, g) of the result = reduce(U_{k: group[k] == g} a[w,k] (x) mid[k]).
 
     ``a`` has cells ``w*K + k`` (``shape`` = (W, K, G)); ``mid`` (K cells) holds one point
-    per cell. Only dominated points are dropped (radii are handed on).
+    per cell. Only dominated points are dropped (radii are handed on). ``threads``
+    split the output cells as in ``combine`` (the same result).
 
     Returns:
         ``(table, ia, k)``: the result with cells ``w*G + g``; per point, the flat index
@@ -286,8 +287,12 @@ def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Tab
     members = np.argsort(group, kind="stable").astype(IDX)
     goff = offsets(np.sort(group).astype(IDX), G)
     zero = Table(np.zeros(1), np.zeros(1), np.array([0, 1], dtype=IDX))
-    spec = _Merge(K_.GROUPS, K, G, W * G, np.concatenate([goff, members]))
-    t, ia, _, kk = _run(spec, a, zero, mid, budget=0.0, threads=1, counts=counts)
+    # candidates per output cell (w, g): a's points in the group's cells of row w
+    summed = np.zeros((W, K + 1), dtype=IDX)
+    np.cumsum(a.counts().reshape(W, K)[:, members], axis=1, out=summed[:, 1:])
+    work = (summed[:, goff[1:]] - summed[:, goff[:-1]]).reshape(-1).astype(float)
+    spec = _Merge(K_.GROUPS, K, G, W * G, np.concatenate([goff, members]), work)
+    t, ia, _, kk = _run(spec, a, zero, mid, budget=0.0, threads=threads, counts=counts)
     return t, ia, kk
 
 

@@ -70,3 +70,37 @@ def test_two_rich_tables_are_still_grouped():
     plain, _, _ = cell_product(a, b, np.arange(R * C))
     np.testing.assert_array_equal(plain.mem, t.mem)
     np.testing.assert_array_equal(plain.time, t.time)
+
+
+def test_union_groups_split_over_threads_give_the_same_table(monkeypatch):
+    """``union_groups`` estimates each output cell's candidates and splits the cells over
+    threads as ``combine`` does: the same points, radii and back pointers as one thread."""
+    import frontier._values as values
+    from frontier._values import Shape, union_groups
+    rng = np.random.default_rng(5)
+    W, K = 7, 9
+    a, mid = _rich(rng, W * K), _single(rng, K, radius=True)
+    group = rng.integers(0, 4, K)
+    group = np.unique(group, return_inverse=True)[1].astype(IDX)
+    G = int(group.max()) + 1
+    one = union_groups(a, Shape(W, K, G), group, mid=mid)
+    seen = []
+    chunks = values._chunks
+
+    def spy(spec, threads):
+        seen.append((spec.work, chunks(spec, threads)))
+        return seen[-1][1]
+    monkeypatch.setattr(values, "_THREAD_MIN_WORK", 0)
+    monkeypatch.setattr(values, "_chunks", spy)
+    two = union_groups(a, Shape(W, K, G), group, mid=mid, threads=2)
+    work, ranges = seen[-1]
+    assert len(ranges) > 1                          # the cells were split
+    want = [sum(a.counts()[w * K + k] for k in range(K) if group[k] == g)
+            for w in range(W) for g in range(G)]
+    assert work.tolist() == want                    # a's points in each cell's blocks
+    for x, y in zip(one, two):
+        if isinstance(x, Table):
+            for f in ("mem", "time", "off", "radius"):
+                np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+        else:
+            np.testing.assert_array_equal(x, y)
