@@ -20,6 +20,8 @@ Usage::
     column_pointers(c.off, (W, P, H), (cg, rg, b_cells), (c_idx, ia2, ib2, ia_a2, k_a2),
                     (b2src, b.off), (ia_out, ib_out, kk_out))   # combine_grouped's
     kernel_rows(t.mem, t.time, radius, t.off, exact, vals)     # vals: (npoints, 4)
+    shift_pointers(a.off, b.off, bmap, a_many, off, ia, ib)     # _values.translated's
+    add_pairs(a.mem, b.mem, ia, ib, mem)                        # mem = a.mem[ia] + b.mem[ib]
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import numpy as np
 
 from frontier._jit import jit
 
-__all__ = ["cell_positions", "copy_cells", "member_pointers", "column_pointers", "kernel_rows"]
+__all__ = ["cell_positions", "copy_cells", "member_pointers", "column_pointers", "kernel_rows",
+           "shift_pointers", "add_pairs"]
 
 
 @jit
@@ -124,3 +127,26 @@ def kernel_rows(mem, time, radius, off, exact, vals):
             else:
                 best = max(best, r - time[x])
                 vals[x, 3] = best
+
+
+@jit
+def shift_pointers(a_off, b_off, bmap, a_many, off, ia, ib):
+    """Back pointers of ``_values.translated``: output cell c (positions ``off[c] ..
+    off[c + 1] - 1``) pairs a's cell c with b's cell ``bmap[c]``, one of which holds one
+    point; ``a_many``: a's cell holds the points walked (else b's)."""
+    for c in range(len(bmap)):
+        sa, sb = a_off[c], b_off[bmap[c]]
+        for x in range(off[c + 1] - off[c]):
+            o = off[c] + x
+            if a_many:
+                ia[o], ib[o] = sa + x, sb
+            else:
+                ia[o], ib[o] = sa, sb + x
+
+
+@jit
+def add_pairs(xa, xb, ia, ib, out):
+    """``out[o] = xa[ia[o]] + xb[ib[o]]``, an empty ``xa`` or ``xb`` read as zeros."""
+    has_a, has_b = len(xa) > 0, len(xb) > 0
+    for o in range(len(out)):
+        out[o] = (xa[ia[o]] if has_a else 0.0) + (xb[ib[o]] if has_b else 0.0)

@@ -28,7 +28,7 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
-from frontier._copies import kernel_rows
+from frontier._copies import add_pairs, kernel_rows, shift_pointers
 from frontier._scans import reduce_sorted, sort_runs, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
@@ -228,21 +228,28 @@ def translated(a: Table, b: Table, bmap: np.ndarray):
         ``(table, ia, ib)`` as ``cell_product``.
     """
     C = a.ncells
+    bmap = np.asarray(bmap, dtype=IDX)
     nb = b.counts()[bmap]
-    if np.all(nb == 1):
-        ia = np.arange(a.npoints, dtype=IDX)
-        ib = b.off[bmap[cell_ids(a)]]
+    a_many = bool(np.all(nb == 1))
+    if a_many:
         off = a.off.copy()
     else:
         assert np.all(a.counts() == 1), "translated: neither side holds one point per cell"
-        cell = np.repeat(np.arange(C, dtype=IDX), nb)
-        off = offsets(cell, C)
-        ia = a.off[cell]
-        ib = b.off[bmap][cell] + (np.arange(len(cell), dtype=IDX) - off[cell])
-    rad = None
-    if a.radius is not None or b.radius is not None:
-        rad = a.radii()[ia] + b.radii()[ib]
-    return Table(a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], off, rad), ia, ib
+        off = np.zeros(C + 1, dtype=IDX)
+        np.cumsum(nb, out=off[1:])
+    n = int(off[-1])
+    ia, ib = np.empty(n, dtype=IDX), np.empty(n, dtype=IDX)
+    shift_pointers(np.asarray(a.off, dtype=IDX), np.asarray(b.off, dtype=IDX), bmap, a_many,
+                   np.asarray(off, dtype=IDX), ia, ib)
+    cols = []
+    for xa, xb in ((a.mem, b.mem), (a.time, b.time), (a.radius, b.radius)):
+        if xa is None and xb is None:
+            cols.append(None)
+            continue
+        cols.append(np.empty(n))
+        add_pairs(_EMPTY if xa is None else _f64(xa), _EMPTY if xb is None else _f64(xb),
+                  ia, ib, cols[-1])
+    return Table(cols[0], cols[1], off, cols[2]), ia, ib
 
 
 def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,

@@ -124,3 +124,34 @@ def test_rows_of_equal_hash_are_compared_bit_for_bit():
     assert _rows_equal(off, 2, 0, 2, cols[:1])
     split = np.array([0, 2, 3, 4, 6], dtype=IDX)          # same points, other cells
     assert not _rows_equal(split, 2, 0, 1, cols)
+
+
+@pytest.mark.parametrize("many", ["a", "b"])
+@pytest.mark.parametrize("radius", ["a", "b", "both", "none"])
+def test_translated_adds_each_pair_and_reads_a_missing_radius_as_zero(many, radius):
+    from frontier._values import translated
+    rng = np.random.default_rng(7)
+    C = 6
+    rich = _table(rng, rng.integers(0, 4, C), radius in (many, "both"))
+    one = _table(rng, np.ones(C + 2, dtype=int), radius in ("both",) + (("a", "b")[many == "a"],))
+    bmap = rng.permutation(C + 2)[:C] if many == "a" else np.arange(C)
+    if many == "a":
+        a, b = rich, one
+    else:
+        a, b = Table(one.mem[:C], one.time[:C], one.off[:C + 1],
+                     None if one.radius is None else one.radius[:C]), rich
+    t, ia, ib = translated(a, b, bmap)
+    for c in range(C):
+        s = slice(t.off[c], t.off[c + 1])
+        walk_a = np.arange(a.off[c], a.off[c + 1])             # every point, in order
+        walk_b = np.arange(b.off[bmap[c]], b.off[bmap[c] + 1])
+        if many == "a":
+            assert ia[s].tolist() == walk_a.tolist() and set(ib[s]) <= set(walk_b)
+        else:
+            assert ib[s].tolist() == walk_b.tolist() and set(ia[s]) <= set(walk_a)
+    np.testing.assert_array_equal(t.mem, a.mem[ia] + b.mem[ib])
+    np.testing.assert_array_equal(t.time, a.time[ia] + b.time[ib])
+    if radius == "none":
+        assert t.radius is None
+    else:
+        np.testing.assert_array_equal(t.radius, a.radii()[ia] + b.radii()[ib])
