@@ -20,8 +20,8 @@ from typing import Optional
 import numpy as np
 
 from frontier._copies import column_pointers, member_pointers
-from frontier._table import (IDX, Table, cell_ids, count_groups, gather, radius_max,
-                             row_groups, single_point_cells, transpose)
+from frontier._table import (IDX, Table, cell_ids, col_groups, count_groups, gather,
+                             radius_max, row_groups, single_point_cells)
 from frontier._values import MergeCounts, Shape, cell_product, combine, translated, union_groups
 
 __all__ = ["combine_grouped", "combine_shared", "cell_product_shared"]
@@ -51,8 +51,7 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
                        counts=counts, rel=rel)
     rg, rrep = row_groups(b, K, P)
-    bt, _ = transpose(b, K, P)
-    cg, crep = row_groups(bt, P, K)
+    cg, crep = col_groups(b, K, P)
     G, H = len(rrep), len(crep)
     _note(counts, row_groups=G, col_groups=H, rows=K, cols=P)
     if G * H * 4 > K * P * 3:
@@ -107,10 +106,13 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     return (cf, *out)
 
 
-def _joint_groups(x: Table, y: Table, R: int, C: int):
-    gx, _ = row_groups(x, R, C)
-    gy, _ = row_groups(y, R, C)
-    _, first, gid = np.unique(gx * (R + 1) + gy, return_index=True, return_inverse=True)
+def _joint_groups(x: Table, y: Table, R: int, C: int, columns: bool = False):
+    """The groups of rows (columns) identical in both x and y."""
+    groups = col_groups if columns else row_groups
+    gx, _ = groups(x, R, C)
+    gy, _ = groups(y, R, C)
+    n = len(gx)
+    _, first, gid = np.unique(gx * (n + 1) + gy, return_index=True, return_inverse=True)
     return gid.reshape(-1).astype(IDX), first.astype(IDX)
 
 
@@ -122,9 +124,10 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
 
     When either table holds one point per cell (an original edge, say), the product is
     the other table shifted cell by cell (``translated``), without grouping: grouping
-    would copy (transpose) both tables first, and a node elimination's edge table can
-    hold over 100M points (InceptionV3 on 64 devices: 117M, 3.5 GB, which the
-    transposes and gathers took past 18 GB)."""
+    reads both tables whole and gathers copies of them, and a node elimination's edge
+    table can hold over 100M points (InceptionV3 on 64 devices: 117M, 3.5 GB, which the
+    grouping's transposes and gathers once took past 18 GB). Columns are grouped in
+    place (``col_groups``), without a transposed copy."""
     if np.all(a.counts() == 1) or np.all(b.counts() == 1):
         return translated(a, b, np.arange(R * C))
     ca, cb = a.counts().reshape(R, C), b.counts().reshape(R, C)
@@ -132,9 +135,7 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
                             counts=counts, rel=rel)
     rg, rrep = _joint_groups(a, b, R, C)
-    at, _ = transpose(a, R, C)
-    bt, _ = transpose(b, R, C)
-    cg, crep = _joint_groups(at, bt, C, R)
+    cg, crep = _joint_groups(a, b, R, C, columns=True)
     if len(rrep) * len(crep) * 4 > R * C * 3:
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
                             counts=counts, rel=rel)

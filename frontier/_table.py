@@ -20,6 +20,7 @@ Usage::
     sub, idx = gather(t, np.array([3, 1]))        # cells 3 and 1 of t, and their points
     tt, idx = transpose(t, R, C)                  # cell c*R + r = cell r*C + c of t
     gid, reps = row_groups(t, R, C)               # rows with identical frontiers
+    gid, reps = col_groups(t, R, C)               # columns with identical frontiers
     count_groups(t.counts().reshape(R, C))        # at most as many: rows of counts
 """
 
@@ -34,7 +35,7 @@ from frontier._copies import cell_positions, copy_cells
 from frontier._rowhash import group_rows
 
 __all__ = ["Table", "IDX", "offsets", "cell_ids", "gather", "transpose", "row_groups",
-           "count_groups", "single_point_cells", "radius_max"]
+           "col_groups", "count_groups", "single_point_cells", "radius_max"]
 
 IDX = np.int64
 
@@ -123,9 +124,19 @@ def row_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
         (its first row; groups are numbered in the order of their first rows). Rows are
         compared bit for bit (``_rowhash``), as comparing their bytes would.
     """
-    cols = tuple(np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
+    return group_rows(np.asarray(t.off, dtype=IDX), R, C, (C, 1), _bits(t))
+
+
+def col_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """``row_groups`` of the columns of a table with R x C cells: the same as
+    ``row_groups(transpose(t, R, C)[0], C, R)``, without the copy."""
+    return group_rows(np.asarray(t.off, dtype=IDX), C, R, (1, C), _bits(t))
+
+
+def _bits(t: Table) -> tuple[np.ndarray, ...]:
+    """The table's memories, times and radii (when it has them) as int64 bit patterns."""
+    return tuple(np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
                  for x in (t.mem, t.time, t.radius) if x is not None)
-    return group_rows(np.asarray(t.off, dtype=IDX), R, C, cols)
 
 
 def count_groups(*counts: np.ndarray) -> int:

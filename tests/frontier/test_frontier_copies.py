@@ -5,7 +5,7 @@ row's bytes (the groups, their numbers and their first rows)."""
 import numpy as np
 import pytest
 
-from frontier._table import IDX, Table, gather, row_groups, transpose
+from frontier._table import IDX, Table, col_groups, gather, row_groups, transpose
 from frontier._values import _kernel_table
 
 
@@ -78,6 +78,9 @@ def test_row_groups_match_byte_comparison(radius):
         gid, reps = row_groups(t, R, C)
         want_gid, want_reps = _groups_reference(t, R, C)
         assert gid.tolist() == want_gid and reps.tolist() == want_reps
+        gid, reps = col_groups(t, R, C)                  # the columns, without a copy
+        want_gid, want_reps = _groups_reference(transpose(t, R, C)[0], C, R)
+        assert gid.tolist() == want_gid and reps.tolist() == want_reps
         grouped += len(want_reps) < R
     assert grouped > 50                    # the cases do have equal rows
 
@@ -118,12 +121,12 @@ def test_rows_of_equal_hash_are_compared_bit_for_bit():
     mem = np.array([1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0])
     time = np.array([5.0, 4.0, 3.0, 5.0, 4.0, 3.0, 5.0, 4.0, 2.0])
     cols = (mem.view(np.int64), time.view(np.int64))
-    assert _rows_equal(off, 2, 0, 1, cols)
-    assert not _rows_equal(off, 2, 0, 2, cols)            # the time of the last point
-    assert not _rows_equal(off, 2, 0, 2, cols[1:])
-    assert _rows_equal(off, 2, 0, 2, cols[:1])
+    assert _rows_equal(off, 2, (2, 1), 0, 1, cols)
+    assert not _rows_equal(off, 2, (2, 1), 0, 2, cols)            # the time of the last point
+    assert not _rows_equal(off, 2, (2, 1), 0, 2, cols[1:])
+    assert _rows_equal(off, 2, (2, 1), 0, 2, cols[:1])
     split = np.array([0, 2, 3, 4, 6], dtype=IDX)          # same points, other cells
-    assert not _rows_equal(split, 2, 0, 1, cols)
+    assert not _rows_equal(split, 2, (2, 1), 0, 1, cols)
 
 
 @pytest.mark.parametrize("many", ["a", "b"])

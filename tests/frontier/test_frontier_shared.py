@@ -34,8 +34,9 @@ def test_a_one_point_side_shifts_the_other_without_grouping(single_side, kw, mon
 
     def refuse(*args, **kwargs):
         raise AssertionError("grouped (copied) a product that is a shift")
-    monkeypatch.setattr(shared, "transpose", refuse)
+    monkeypatch.setattr(shared, "col_groups", refuse)
     monkeypatch.setattr(shared, "row_groups", refuse)
+    monkeypatch.setattr(shared, "gather", refuse)
     t, ia, ib = cell_product_shared(a, b, R, C, **kw)
     cells = np.repeat(np.arange(R * C), rich.counts())
     assert np.array_equal(t.off, rich.off)
