@@ -38,7 +38,7 @@ __all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "translated",
 
 _EMPTY = np.empty(0)
 _EMPTY_IDX = np.empty(0, dtype=IDX)
-_THREAD_MIN_WORK = 200_000       # estimated candidates below which one thread is used
+_THREAD_MIN_WORK = 20_000        # estimated candidates below which one thread is used
 # Kernel paths, by size (tests lower them to force the general heap merge everywhere):
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
@@ -132,6 +132,17 @@ def _chunks(spec: _Merge, threads: int) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:]) if e > s]
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}   # kept: starting threads per merge cost more
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The worker threads of merges split over ``threads`` (started once, then reused)."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads,
+                                             thread_name_prefix="frontier-merge")
+    return _POOLS[threads]
+
+
 def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
          threads: int, counts: Optional[MergeCounts], rel: float = 0.0):
     """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k)."""
@@ -151,8 +162,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
 
     ranges = _chunks(spec, threads)
     if len(ranges) > 1:
-        with ThreadPoolExecutor(max_workers=threads) as ex:
-            parts = list(ex.map(one, ranges))
+        parts = list(_pool(threads).map(one, ranges))
     else:
         parts = [one(ranges[0])]
     f = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]

@@ -105,3 +105,28 @@ def test_union_groups_split_over_threads_give_the_same_table(monkeypatch):
                 np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
         else:
             np.testing.assert_array_equal(x, y)
+
+
+def test_split_merges_reuse_one_pool_of_threads(monkeypatch):
+    """Merges split over threads run on worker threads started once per thread count
+    (starting threads per merge cost more than the small merges gained)."""
+    import threading
+
+    import frontier._values as values
+    from frontier._values import Shape, union_groups
+    rng = np.random.default_rng(6)
+    a, group = _rich(rng, 5 * 8), np.arange(8, dtype=IDX) % 3
+    monkeypatch.setattr(values, "_THREAD_MIN_WORK", 0)
+    workers = []
+    run = values.K_.merge_range
+
+    def spy(*args):
+        workers.append(threading.current_thread())
+        return run(*args)
+    monkeypatch.setattr(values.K_, "merge_range", spy)
+    union_groups(a, Shape(5, 8, 3), group, threads=2)
+    first = set(workers)
+    union_groups(a, Shape(5, 8, 3), group, threads=2)
+    assert threading.main_thread() not in first and 1 <= len(first) <= 2
+    assert set(workers) == first                     # the same threads the second time
+    assert values._pool(2) is values._pool(2) and values._pool(2) is not values._pool(3)
