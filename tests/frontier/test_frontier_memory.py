@@ -41,7 +41,8 @@ def test_nested_blocks_restore_at_the_outer_end():
 def test_track_restores_the_defaults():
     from frontier import CostGraph, track
     g = CostGraph()
-    a, b = g.add_node("a", np.array([[1.0, 2.0], [2.0, 1.0]])), g.add_node("b", np.array([[1.0, 1.0]]))
+    a = g.add_node("a", np.array([[1.0, 2.0], [2.0, 1.0]]))
+    b = g.add_node("b", np.array([[1.0, 1.0]]))
     g.add_edge(a, b, np.zeros((2, 1, 1, 2)))
     assert len(track(g).points) == 2
     assert not _in_heap(np.empty(_BIG))
