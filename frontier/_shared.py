@@ -19,8 +19,9 @@ from typing import Optional
 
 import numpy as np
 
-from frontier._table import (IDX, Table, cell_ids, count_groups, gather, radius_max,
-                             row_groups, single_point_cells, transpose)
+from frontier._copies import column_pointers, member_pointers
+from frontier._table import (IDX, Table, cell_ids, col_groups, count_groups, gather,
+                             radius_max, row_groups, single_point_cells)
 from frontier._values import MergeCounts, Shape, cell_product, combine, translated, union_groups
 
 __all__ = ["combine_grouped", "combine_shared", "cell_product_shared"]
@@ -50,28 +51,27 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
                        counts=counts, rel=rel)
     rg, rrep = row_groups(b, K, P)
-    bt, _ = transpose(b, K, P)
-    cg, crep = row_groups(bt, P, K)
+    cg, crep = col_groups(b, K, P)
     G, H = len(rrep), len(crep)
     _note(counts, row_groups=G, col_groups=H, rows=K, cols=P)
     if G * H * 4 > K * P * 3:
         return combine(a, b, shape, mid=mid, post=post, threads=threads, budget=budget,
                        counts=counts, rel=rel)
-    a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, counts=counts)
-    b2, b2src = gather(b, (rrep[:, None] * P + crep[None, :]).reshape(-1))
+    a2, ia_a2, k_a2 = union_groups(a, Shape(W, K, G), rg, mid=mid, threads=threads,
+                                   counts=counts)
+    b_cells = (rrep[:, None] * P + crep[None, :]).reshape(-1)
+    b2, b2src = gather(b, b_cells)
     if post is not None:
         assert single_point_cells(post) and post.ncells == P
         budget = max(0.0, budget - radius_max(post))
     c2, ia2, ib2, _ = combine(a2, b2, Shape(W, G, H), threads=threads, budget=budget,
                               counts=counts, rel=rel)
     c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
-    ia = ia_a2[ia2[cidx]]
-    kk = k_a2[ia2[cidx]]
-    src = b2src[ib2[cidx]]                       # point in a representative cell of b
-    local = src - b.off[np.searchsorted(b.off, src, side="right") - 1]
-    pc = cell_ids(c) % P
-    ib = b.off[kk * P + pc] + local
+    ia, ib, kk = (np.empty(c.npoints, dtype=IDX) for _ in range(3))
+    column_pointers(c.off, (W, P, H), (cg, rg, b_cells), (cidx, ia2, ib2, ia_a2, k_a2),
+                    (b2src, np.asarray(b.off, dtype=IDX)), (ia, ib, kk))
     if post is not None:
+        pc = cell_ids(c) % P
         rad = None
         if c.radius is not None or post.radius is not None:
             rad = c.radii() + post.radii()[pc]
@@ -100,18 +100,19 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     c, ia, ib, kk = combine_grouped(ar, b, Shape(len(wrep), K, P), mid=mid, post=post,
                                     threads=threads, budget=budget, counts=counts, rel=rel)
     cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
-    kk = kk[cidx]
-    ib = ib[cidx]
-    src = ar_src[ia[cidx]]                       # point of a in the representative row
-    w = cell_ids(cf) // P
-    local = src - a.off[wrep[wg[w]] * K + kk]
-    return cf, a.off[w * K + kk] + local, ib, kk
+    out = tuple(np.empty(cf.npoints, dtype=IDX) for _ in range(3))
+    member_pointers(cf.off, (W, K, P), (wrep, wg), (cidx, ia, ib, kk),
+                    (ar_src, np.asarray(a.off, dtype=IDX)), out)
+    return (cf, *out)
 
 
-def _joint_groups(x: Table, y: Table, R: int, C: int):
-    gx, _ = row_groups(x, R, C)
-    gy, _ = row_groups(y, R, C)
-    _, first, gid = np.unique(gx * (R + 1) + gy, return_index=True, return_inverse=True)
+def _joint_groups(x: Table, y: Table, R: int, C: int, columns: bool = False):
+    """The groups of rows (columns) identical in both x and y."""
+    groups = col_groups if columns else row_groups
+    gx, _ = groups(x, R, C)
+    gy, _ = groups(y, R, C)
+    n = len(gx)
+    _, first, gid = np.unique(gx * (n + 1) + gy, return_index=True, return_inverse=True)
     return gid.reshape(-1).astype(IDX), first.astype(IDX)
 
 
@@ -123,9 +124,10 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
 
     When either table holds one point per cell (an original edge, say), the product is
     the other table shifted cell by cell (``translated``), without grouping: grouping
-    would copy (transpose) both tables first, and a node elimination's edge table can
-    hold over 100M points (InceptionV3 on 64 devices: 117M, 3.5 GB, which the
-    transposes and gathers took past 18 GB)."""
+    reads both tables whole and gathers copies of them, and a node elimination's edge
+    table can hold over 100M points (InceptionV3 on 64 devices: 117M, 3.5 GB, which the
+    grouping's transposes and gathers once took past 18 GB). Columns are grouped in
+    place (``col_groups``), without a transposed copy."""
     if np.all(a.counts() == 1) or np.all(b.counts() == 1):
         return translated(a, b, np.arange(R * C))
     ca, cb = a.counts().reshape(R, C), b.counts().reshape(R, C)
@@ -133,9 +135,7 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
                             counts=counts, rel=rel)
     rg, rrep = _joint_groups(a, b, R, C)
-    at, _ = transpose(a, R, C)
-    bt, _ = transpose(b, R, C)
-    cg, crep = _joint_groups(at, bt, C, R)
+    cg, crep = _joint_groups(a, b, R, C, columns=True)
     if len(rrep) * len(crep) * 4 > R * C * 3:
         return cell_product(a, b, np.arange(R * C), budget=budget, threads=threads,
                             counts=counts, rel=rel)

@@ -20,6 +20,7 @@ Usage::
     sub, idx = gather(t, np.array([3, 1]))        # cells 3 and 1 of t, and their points
     tt, idx = transpose(t, R, C)                  # cell c*R + r = cell r*C + c of t
     gid, reps = row_groups(t, R, C)               # rows with identical frontiers
+    gid, reps = col_groups(t, R, C)               # columns with identical frontiers
     count_groups(t.counts().reshape(R, C))        # at most as many: rows of counts
 """
 
@@ -30,8 +31,11 @@ from typing import Optional
 
 import numpy as np
 
+from frontier._copies import cell_positions, copy_cells
+from frontier._rowhash import group_rows
+
 __all__ = ["Table", "IDX", "offsets", "cell_ids", "gather", "transpose", "row_groups",
-           "count_groups", "single_point_cells", "radius_max"]
+           "col_groups", "count_groups", "single_point_cells", "radius_max"]
 
 IDX = np.int64
 
@@ -64,11 +68,6 @@ class Table:
         """The radius of every point (zeros when exact)."""
         return np.zeros(self.npoints) if self.radius is None else self.radius
 
-    def take(self, idx: np.ndarray, off: np.ndarray) -> "Table":
-        """The points ``idx`` of this table as a new table with offsets ``off``."""
-        return Table(self.mem[idx], self.time[idx], off,
-                     None if self.radius is None else self.radius[idx])
-
 
 def radius_max(t: Table) -> float:
     """The largest radius of the table (0.0 when exact or empty)."""
@@ -96,12 +95,18 @@ def cell_ids(t: Table) -> np.ndarray:
 def gather(a: Table, cells: np.ndarray) -> tuple[Table, np.ndarray]:
     """A new table whose cell i is a copy of ``a``'s cell ``cells[i]``, and the index in
     ``a`` of each of its points."""
-    cnt = a.counts()[cells]
+    cells = np.asarray(cells, dtype=IDX)
     off = np.zeros(len(cells) + 1, dtype=IDX)
-    np.cumsum(cnt, out=off[1:])
-    ncell = np.repeat(np.arange(len(cells), dtype=IDX), cnt)
-    idx = a.off[cells][ncell] + (np.arange(off[-1], dtype=IDX) - off[:-1][ncell])
-    return a.take(idx, off), idx
+    np.cumsum(a.counts()[cells], out=off[1:])
+    a_off = np.asarray(a.off, dtype=IDX)
+    idx = np.empty(int(off[-1]), dtype=IDX)
+    cell_positions(a_off, cells, off, idx)
+    cols = []
+    for x in (a.mem, a.time, a.radius):
+        if x is not None:
+            cols.append(np.empty(len(idx), dtype=x.dtype))
+            copy_cells(a_off, cells, off, x, cols[-1])
+    return Table(cols[0], cols[1], off, cols[2] if a.radius is not None else None), idx
 
 
 def transpose(t: Table, R: int, C: int) -> tuple[Table, np.ndarray]:
@@ -115,22 +120,23 @@ def row_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
     (and radii) are identical in every column.
 
     Returns:
-        ``(gid, reps)``: the group of each row, and one representative row per group.
+        ``(gid, reps)``: the group of each row, and one representative row per group
+        (its first row; groups are numbered in the order of their first rows). Rows are
+        compared bit for bit (``_rowhash``), as comparing their bytes would.
     """
-    seen: dict[bytes, int] = {}
-    gid = np.empty(R, dtype=IDX)
-    reps = []
-    for r in range(R):
-        o = t.off[r * C:(r + 1) * C + 1]
-        s, e = o[0], o[-1]
-        key = (o - s).tobytes() + t.mem[s:e].tobytes() + t.time[s:e].tobytes()
-        if t.radius is not None:
-            key += t.radius[s:e].tobytes()
-        g = seen.setdefault(key, len(seen))
-        if g == len(reps):
-            reps.append(r)
-        gid[r] = g
-    return gid, np.asarray(reps, dtype=IDX)
+    return group_rows(np.asarray(t.off, dtype=IDX), R, C, (C, 1), _bits(t))
+
+
+def col_groups(t: Table, R: int, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """``row_groups`` of the columns of a table with R x C cells: the same as
+    ``row_groups(transpose(t, R, C)[0], C, R)``, without the copy."""
+    return group_rows(np.asarray(t.off, dtype=IDX), C, R, (1, C), _bits(t))
+
+
+def _bits(t: Table) -> tuple[np.ndarray, ...]:
+    """The table's memories, times and radii (when it has them) as int64 bit patterns."""
+    return tuple(np.ascontiguousarray(x, dtype=np.float64).view(np.int64)
+                 for x in (t.mem, t.time, t.radius) if x is not None)
 
 
 def count_groups(*counts: np.ndarray) -> int:

@@ -28,7 +28,8 @@ from typing import Optional
 import numpy as np
 
 from frontier import _kernels as K_
-from frontier._scans import reduce_sorted, sort_runs, suffix_max, thin_cells
+from frontier._copies import add_pairs, kernel_rows, shift_pointers
+from frontier._scans import reduce_sorted, sort_runs, thin_cells
 from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
                              transpose)
 
@@ -37,7 +38,7 @@ __all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "translated",
 
 _EMPTY = np.empty(0)
 _EMPTY_IDX = np.empty(0, dtype=IDX)
-_THREAD_MIN_WORK = 200_000       # estimated candidates below which one thread is used
+_THREAD_MIN_WORK = 20_000        # estimated candidates below which one thread is used
 # Kernel paths, by size (tests lower them to force the general heap merge everywhere):
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
@@ -104,13 +105,11 @@ def _summary(t: Table) -> np.ndarray:
 def _kernel_table(t: Table, exact: bool) -> tuple:
     """``(vals, off, summary)`` as ``_kernels`` takes a table: a row per point of
     memory, time, radius and the suffix maximum of radius - time (zeros when exact)."""
-    vals = np.zeros((t.npoints, 4))
-    vals[:, 0], vals[:, 1] = t.mem, t.time
     off = np.ascontiguousarray(t.off, dtype=IDX)
-    if t.radius is not None:
-        vals[:, 2] = t.radius
-    if not exact:
-        vals[:, 3] = suffix_max(np.ascontiguousarray(vals[:, 2]), _f64(t.time), off)
+    assert off[0] == 0 and off[-1] == t.npoints, "a table's cells must cover its points"
+    vals = np.empty((t.npoints, 4))
+    kernel_rows(_f64(t.mem), _f64(t.time), _EMPTY if t.radius is None else _f64(t.radius),
+                off, exact, vals)
     return vals, off, _summary(t)
 
 
@@ -133,6 +132,17 @@ def _chunks(spec: _Merge, threads: int) -> list[tuple[int, int]]:
     return [(int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:]) if e > s]
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}   # kept: starting threads per merge cost more
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The worker threads of merges split over ``threads`` (started once, then reused)."""
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(max_workers=threads,
+                                             thread_name_prefix="frontier-merge")
+    return _POOLS[threads]
+
+
 def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
          threads: int, counts: Optional[MergeCounts], rel: float = 0.0):
     """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k)."""
@@ -152,8 +162,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
 
     ranges = _chunks(spec, threads)
     if len(ranges) > 1:
-        with ThreadPoolExecutor(max_workers=threads) as ex:
-            parts = list(ex.map(one, ranges))
+        parts = list(_pool(threads).map(one, ranges))
     else:
         parts = [one(ranges[0])]
     f = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
@@ -229,21 +238,28 @@ def translated(a: Table, b: Table, bmap: np.ndarray):
         ``(table, ia, ib)`` as ``cell_product``.
     """
     C = a.ncells
+    bmap = np.asarray(bmap, dtype=IDX)
     nb = b.counts()[bmap]
-    if np.all(nb == 1):
-        ia = np.arange(a.npoints, dtype=IDX)
-        ib = b.off[bmap[cell_ids(a)]]
+    a_many = bool(np.all(nb == 1))
+    if a_many:
         off = a.off.copy()
     else:
         assert np.all(a.counts() == 1), "translated: neither side holds one point per cell"
-        cell = np.repeat(np.arange(C, dtype=IDX), nb)
-        off = offsets(cell, C)
-        ia = a.off[cell]
-        ib = b.off[bmap][cell] + (np.arange(len(cell), dtype=IDX) - off[cell])
-    rad = None
-    if a.radius is not None or b.radius is not None:
-        rad = a.radii()[ia] + b.radii()[ib]
-    return Table(a.mem[ia] + b.mem[ib], a.time[ia] + b.time[ib], off, rad), ia, ib
+        off = np.zeros(C + 1, dtype=IDX)
+        np.cumsum(nb, out=off[1:])
+    n = int(off[-1])
+    ia, ib = np.empty(n, dtype=IDX), np.empty(n, dtype=IDX)
+    shift_pointers(np.asarray(a.off, dtype=IDX), np.asarray(b.off, dtype=IDX), bmap, a_many,
+                   np.asarray(off, dtype=IDX), ia, ib)
+    cols = []
+    for xa, xb in ((a.mem, b.mem), (a.time, b.time), (a.radius, b.radius)):
+        if xa is None and xb is None:
+            cols.append(None)
+            continue
+        cols.append(np.empty(n))
+        add_pairs(_EMPTY if xa is None else _f64(xa), _EMPTY if xb is None else _f64(xb),
+                  ia, ib, cols[-1])
+    return Table(cols[0], cols[1], off, cols[2]), ia, ib
 
 
 def cell_product(a: Table, b: Table, bmap: np.ndarray, *, budget: float = 0.0,
@@ -273,11 +289,12 @@ def union_all(a: Table, *, budget: float = 0.0, counts: Optional[MergeCounts] = 
 
 
 def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Table] = None,
-                 counts: Optional[MergeCounts] = None):
+                 threads: int = 1, counts: Optional[MergeCounts] = None):
     """Cell (w, g) of the result = reduce(U_{k: group[k] == g} a[w,k] (x) mid[k]).
 
     ``a`` has cells ``w*K + k`` (``shape`` = (W, K, G)); ``mid`` (K cells) holds one point
-    per cell. Only dominated points are dropped (radii are handed on).
+    per cell. Only dominated points are dropped (radii are handed on). ``threads``
+    split the output cells as in ``combine`` (the same result).
 
     Returns:
         ``(table, ia, k)``: the result with cells ``w*G + g``; per point, the flat index
@@ -287,8 +304,12 @@ def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Tab
     members = np.argsort(group, kind="stable").astype(IDX)
     goff = offsets(np.sort(group).astype(IDX), G)
     zero = Table(np.zeros(1), np.zeros(1), np.array([0, 1], dtype=IDX))
-    spec = _Merge(K_.GROUPS, K, G, W * G, np.concatenate([goff, members]))
-    t, ia, _, kk = _run(spec, a, zero, mid, budget=0.0, threads=1, counts=counts)
+    # candidates per output cell (w, g): a's points in the group's cells of row w
+    summed = np.zeros((W, K + 1), dtype=IDX)
+    np.cumsum(a.counts().reshape(W, K)[:, members], axis=1, out=summed[:, 1:])
+    work = (summed[:, goff[1:]] - summed[:, goff[:-1]]).reshape(-1).astype(float)
+    spec = _Merge(K_.GROUPS, K, G, W * G, np.concatenate([goff, members]), work)
+    t, ia, _, kk = _run(spec, a, zero, mid, budget=0.0, threads=threads, counts=counts)
     return t, ia, kk
 
 

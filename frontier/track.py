@@ -24,6 +24,7 @@ import numpy as np
 
 from frontier._eliminate import Options, Work
 from frontier._ldp import finish
+from frontier._memory import kept_freed_memory
 from frontier._store import Store
 from frontier._structure import reduce_graph
 from frontier._table import radius_max
@@ -210,29 +211,33 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         epsilon_used, cap_used = None, None
     else:
         epsilon_used, cap_used = epsilon, max_candidates
-    work = Work(graph, order, store, tally,
-                Options(threads=int(threads), epsilon=epsilon_used, max_candidates=cap_used,
-                        time_scale_s=lower, progress=progress, relative=relative))
-    reduce_graph(work, method, heuristic)
-    t1 = _time.perf_counter()
-    final = finish(work, method)
-    if progress is not None:
-        progress(graph.num_nodes, graph.num_nodes)
-    t2 = _time.perf_counter()
-    table = store.table(final)
-    cfg, alt = store.unroll(final, np.arange(table.npoints))
-    assert np.all(cfg >= 0) and np.all(alt >= 0), "unroll did not reach every node/edge"
-    t3 = _time.perf_counter()
-    stats = TrackStats.from_tally(
-        tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
-        relative=relative, max_candidates=max_candidates, num_nodes=graph.num_nodes,
-        num_edges=graph.num_edges,
-        time_lower_bound_s=max(lower, store.lower[final]),
-        time_error_bound_s=radius_max(table),
-        relative_error_bound=_relative_error(table),
-        summed_bound_s=store.summed[final], num_points=int(table.npoints),
-        stored_pointer_bytes=store.bytes, peak_pointer_bytes=store.peak_bytes,
-        eliminate_s=t1 - t0, ldp_s=t2 - t1,
-        unroll_s=t3 - t2, total_s=t3 - t0)
-    points = [(float(m), float(t)) for m, t in zip(table.mem, table.time)]
-    return TrackResult(points, stats, cfg, alt, table.radii().copy())
+    with kept_freed_memory():
+        work = Work(graph, order, store, tally,
+                    Options(threads=int(threads), epsilon=epsilon_used,
+                            max_candidates=cap_used, time_scale_s=lower, progress=progress,
+                            relative=relative))
+        reduce_graph(work, method, heuristic)
+        t1 = _time.perf_counter()
+        final = finish(work, method)
+        if progress is not None:
+            progress(graph.num_nodes, graph.num_nodes)
+        t2 = _time.perf_counter()
+        table = store.table(final)
+        cfg, alt = store.unroll(final, np.arange(table.npoints))
+        assert np.all(cfg >= 0) and np.all(alt >= 0), "unroll did not reach every node/edge"
+        t3 = _time.perf_counter()
+        stats = TrackStats.from_tally(
+            tally, method=method, threads=int(threads), heuristic=heuristic, epsilon=epsilon,
+            relative=relative, max_candidates=max_candidates, num_nodes=graph.num_nodes,
+            num_edges=graph.num_edges,
+            time_lower_bound_s=max(lower, store.lower[final]),
+            time_error_bound_s=radius_max(table),
+            relative_error_bound=_relative_error(table),
+            summed_bound_s=store.summed[final], num_points=int(table.npoints),
+            stored_pointer_bytes=store.bytes, peak_pointer_bytes=store.peak_bytes,
+            eliminate_s=t1 - t0, ldp_s=t2 - t1,
+            unroll_s=t3 - t2, total_s=t3 - t0)
+        points = [(float(m), float(t)) for m, t in zip(table.mem, table.time)]
+        radii = table.radii().copy()
+        del work, store, table     # freed before the memory is handed back
+    return TrackResult(points, stats, cfg, alt, radii)

@@ -20,6 +20,8 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -212,6 +214,22 @@ def sampling_space(graph, model: CostModel) -> SearchSpace:
     return build_space(graph, model, cost_graph=False)[0]
 
 
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector off while a search prices and tracks (and on
+    again after, when it was on). Both make many objects that live on (configurations,
+    layouts, edge tables, frontier tables), and every full collection walks all of them:
+    0.5 s of InceptionV3's 13 s search at 16 devices (timed with ``gc.callbacks``).
+    Cycles made meanwhile are collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def search_frontier(graph, model: CostModel, search: SearchOptions | None = None, *,
                     method: str = "ldp", option: str = "frontier",
                     progress: Callable | None = None) -> SearchResult:
@@ -222,14 +240,15 @@ def search_frontier(graph, model: CostModel, search: SearchOptions | None = None
     and while tracking.
     """
     search = search or SearchOptions()
-    t0 = time.perf_counter()
-    space, cg = build_space(graph, model, progress)
-    t1 = time.perf_counter()
-    tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
-    result = track(cg, method=method, threads=search.threads, epsilon=search.epsilon,
-                   progress=tracking, max_candidates=search.max_candidates,
-                   relative=search.relative)
-    t2 = time.perf_counter()
+    with _collector_paused():
+        t0 = time.perf_counter()
+        space, cg = build_space(graph, model, progress)
+        t1 = time.perf_counter()
+        tracking = (lambda done, total: progress("tracking ops", done, total)) if progress else None
+        result = track(cg, method=method, threads=search.threads, epsilon=search.epsilon,
+                       progress=tracking, max_candidates=search.max_candidates,
+                       relative=search.relative)
+        t2 = time.perf_counter()
 
     def structure(i: int):
         node_choice, edge_choice = result.choice(i)

@@ -34,8 +34,9 @@ def test_a_one_point_side_shifts_the_other_without_grouping(single_side, kw, mon
 
     def refuse(*args, **kwargs):
         raise AssertionError("grouped (copied) a product that is a shift")
-    monkeypatch.setattr(shared, "transpose", refuse)
+    monkeypatch.setattr(shared, "col_groups", refuse)
     monkeypatch.setattr(shared, "row_groups", refuse)
+    monkeypatch.setattr(shared, "gather", refuse)
     t, ia, ib = cell_product_shared(a, b, R, C, **kw)
     cells = np.repeat(np.arange(R * C), rich.counts())
     assert np.array_equal(t.off, rich.off)
@@ -70,3 +71,62 @@ def test_two_rich_tables_are_still_grouped():
     plain, _, _ = cell_product(a, b, np.arange(R * C))
     np.testing.assert_array_equal(plain.mem, t.mem)
     np.testing.assert_array_equal(plain.time, t.time)
+
+
+def test_union_groups_split_over_threads_give_the_same_table(monkeypatch):
+    """``union_groups`` estimates each output cell's candidates and splits the cells over
+    threads as ``combine`` does: the same points, radii and back pointers as one thread."""
+    import frontier._values as values
+    from frontier._values import Shape, union_groups
+    rng = np.random.default_rng(5)
+    W, K = 7, 9
+    a, mid = _rich(rng, W * K), _single(rng, K, radius=True)
+    group = rng.integers(0, 4, K)
+    group = np.unique(group, return_inverse=True)[1].astype(IDX)
+    G = int(group.max()) + 1
+    one = union_groups(a, Shape(W, K, G), group, mid=mid)
+    seen = []
+    chunks = values._chunks
+
+    def spy(spec, threads):
+        seen.append((spec.work, chunks(spec, threads)))
+        return seen[-1][1]
+    monkeypatch.setattr(values, "_THREAD_MIN_WORK", 0)
+    monkeypatch.setattr(values, "_chunks", spy)
+    two = union_groups(a, Shape(W, K, G), group, mid=mid, threads=2)
+    work, ranges = seen[-1]
+    assert len(ranges) > 1                          # the cells were split
+    want = [sum(a.counts()[w * K + k] for k in range(K) if group[k] == g)
+            for w in range(W) for g in range(G)]
+    assert work.tolist() == want                    # a's points in each cell's blocks
+    for x, y in zip(one, two):
+        if isinstance(x, Table):
+            for f in ("mem", "time", "off", "radius"):
+                np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+        else:
+            np.testing.assert_array_equal(x, y)
+
+
+def test_split_merges_reuse_one_pool_of_threads(monkeypatch):
+    """Merges split over threads run on worker threads started once per thread count
+    (starting threads per merge cost more than the small merges gained)."""
+    import threading
+
+    import frontier._values as values
+    from frontier._values import Shape, union_groups
+    rng = np.random.default_rng(6)
+    a, group = _rich(rng, 5 * 8), np.arange(8, dtype=IDX) % 3
+    monkeypatch.setattr(values, "_THREAD_MIN_WORK", 0)
+    workers = []
+    run = values.K_.merge_range
+
+    def spy(*args):
+        workers.append(threading.current_thread())
+        return run(*args)
+    monkeypatch.setattr(values.K_, "merge_range", spy)
+    union_groups(a, Shape(5, 8, 3), group, threads=2)
+    first = set(workers)
+    union_groups(a, Shape(5, 8, 3), group, threads=2)
+    assert threading.main_thread() not in first and 1 <= len(first) <= 2
+    assert set(workers) == first                     # the same threads the second time
+    assert values._pool(2) is values._pool(2) and values._pool(2) is not values._pool(3)

@@ -242,3 +242,31 @@ def test_find_strategy_passes_relative_to_the_search():
                             relative=True)
     assert "epsilon 0.1 (relative to each plan's time)" in plan.notes
     assert exact.time_s <= plan.time_s <= 1.1 * exact.time_s
+
+
+def test_the_collector_is_off_while_pricing_and_tracking_and_on_after(monkeypatch):
+    import gc
+
+    from tensoropt.search import driver
+    seen = []
+    build, track = driver.build_space, driver.track
+
+    def spy_build(*args, **kwargs):
+        seen.append(("pricing", gc.isenabled()))
+        return build(*args, **kwargs)
+
+    def spy_track(*args, **kwargs):
+        seen.append(("tracking", gc.isenabled()))
+        return track(*args, **kwargs)
+    monkeypatch.setattr(driver, "build_space", spy_build)
+    monkeypatch.setattr(driver, "track", spy_track)
+    _model()
+    assert gc.isenabled()
+    frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4)
+    assert seen == [("pricing", False), ("tracking", False)] and gc.isenabled()
+    gc.disable()
+    try:                                  # a caller's own setting is kept
+        frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), 4)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
