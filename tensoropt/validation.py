@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["check_int", "check_positive", "check_choice", "check_mapping", "check_learning_rate", "parse_int_list",
            "check_search_arguments", "check_plan_argument", "CommandParser", "UsageError",
-           "positive_int", "positive_float", "int_list",
+           "positive_int", "positive_float", "int_list", "env_whole_number",
            "check_writable", "check_writable_dir", "atomic_write_text", "atomic_write"]
 
 
@@ -265,6 +265,21 @@ class CommandParser(argparse.ArgumentParser):
 
 class UsageError(ValueError):
     """A bad command line; its message is the whole line to print (exit status 2)."""
+
+
+def env_whole_number(name: str, text: str, minimum: int, fix: str) -> int:
+    """Environment variable ``name``'s value ``text`` as a whole number >= ``minimum``.
+
+    Raises:
+        ValueError: ``"{name}={text!r}: {fix}"`` when it is not one.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ValueError(f"{name}={text!r}: {fix}")
+    return value
 
 
 def positive_int(text: str) -> int:

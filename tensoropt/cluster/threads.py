@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 
+from tensoropt.validation import env_whole_number
+
 ENV = "TENSOROPT_THREADS"
 
-__all__ = ["ENV", "available_cpus", "rank_threads"]
+__all__ = ["ENV", "available_cpus", "rank_threads", "threads_from_env"]
 
 
 def available_cpus() -> int:
@@ -41,14 +43,17 @@ def rank_threads(ranks_per_machine: int, environ=os.environ) -> int:
     """
     if ranks_per_machine < 1:
         raise ValueError(f"ranks_per_machine={ranks_per_machine}: give the ranks on one machine (>= 1)")
+    return threads_from_env(environ) or max(1, available_cpus() // ranks_per_machine)
+
+
+def threads_from_env(environ=os.environ) -> int | None:
+    """``TENSOROPT_THREADS`` as a positive int, or None when it is unset, empty or 0.
+
+    Raises:
+        ValueError: ``TENSOROPT_THREADS`` not an int >= 0.
+    """
     text = environ.get(ENV, "").strip()
-    if text not in ("", "0"):
-        try:
-            threads = int(text)
-        except ValueError:
-            threads = -1
-        if threads < 1:
-            raise ValueError(f"{ENV}={text!r}: give a positive number of intra-op threads per rank, "
-                             "or leave it unset (CPUs / ranks on the machine)")
-        return threads
-    return max(1, available_cpus() // ranks_per_machine)
+    if text in ("", "0"):
+        return None
+    return env_whole_number(ENV, text, 1, "give a positive number of intra-op threads per rank, "
+                                          "or leave it unset (CPUs / ranks on the machine)")

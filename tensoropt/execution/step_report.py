@@ -22,6 +22,7 @@ import sys
 from typing import Any, TextIO
 
 from tensoropt.execution.step_profile import StepProfile, format_bytes
+from tensoropt.validation import env_whole_number
 
 __all__ = ["StepReporter", "report_step_from_env", "REPORT_STEP_ENV"]
 
@@ -34,15 +35,9 @@ def report_step_from_env(environ=os.environ) -> int:
     Raises:
         ValueError: the variable is not a whole number >= 0.
     """
-    raw = environ.get(REPORT_STEP_ENV, "5")
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ValueError(f"{REPORT_STEP_ENV}={raw!r}: give the training step to report after "
-                         "(a whole number, 0 to turn the report off)")
-    return value
+    return env_whole_number(REPORT_STEP_ENV, environ.get(REPORT_STEP_ENV, "5"), 0,
+                            "give the training step to report after (a whole number, 0 to turn the "
+                            "report off)")
 
 
 class StepReporter:

@@ -71,7 +71,7 @@ import numpy as np
 
 from tensoropt._tf import import_tensorflow
 from tensoropt.allocation_trace import allocation_peak, node_allocations, trace_options
-from tensoropt.cluster.threads import ENV as THREADS_ENV, available_cpus, rank_threads
+from tensoropt.cluster.threads import available_cpus, threads_from_env
 from tensoropt.configs import Config, enumerate_configs
 from tensoropt.ops.registry import LoweringContext
 from tensoropt.costs.profiler._analytical import SOURCE_KINDS
@@ -222,8 +222,8 @@ class ComputeProfiler:
             raise ValueError(f"min_runs={min_runs}, max_runs={max_runs}: need 1 <= min_runs <= max_runs")
         if warmup < 0 or min_time_s < 0:
             raise ValueError(f"warmup={warmup}, min_time_s={min_time_s}: both must be >= 0")
-        if threads is None and os.environ.get(THREADS_ENV, "").strip() not in ("", "0"):
-            threads = rank_threads(1)   # TENSOROPT_THREADS, read as training reads it
+        if threads is None:
+            threads = threads_from_env()   # TENSOROPT_THREADS, read as training reads it
         if threads is not None and threads < 1:
             raise ValueError(f"threads={threads}: give a positive thread count, or None for all CPUs")
         if statistic not in _STATISTICS:
