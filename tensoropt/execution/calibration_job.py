@@ -12,7 +12,7 @@ are chained in a step): the chain's time less a one-call chain's, over ``links -
 standalone call (``links=1``) also pays the ``session.run`` and, on horovod's ~1 ms cycle,
 lands on one or two cycles by chance: measured 2026-11-26, a 1 MiB all-gather took
 1.08 ms in one calibration and 2.03 ms in the next, while its link in a chain took
-0.93-1.20 ms in both; a 16 MiB all-reduce took 29 ms standalone and 22 ms a link.
+1.07-1.10 ms in two; a 16 MiB all-reduce took 22.4-22.9 ms standalone and 15.4 ms a link.
 One sample: barrier, then ``inner`` back-to-back runs, divided by ``inner``; the sample of a
 repeat is the slowest rank's; a size's time is
 the median over ``repeats`` (``--statistic p25``: the 25th percentile, steadier on a shared
@@ -95,16 +95,6 @@ def _collective(hvd, collective: str, x, process_set, name: str):
     if collective == "reducescatter":
         return hvd.reducescatter(x, op=hvd.Sum, process_set=process_set, name=name)
     return hvd.alltoall(x, process_set=process_set, name=name)
-
-
-def _standalone(call):
-    """``run(k)``: the seconds of one ``call``, over ``k`` back-to-back calls."""
-    def run(k: int) -> float:
-        start = time.perf_counter()
-        for _ in range(k):
-            call()
-        return (time.perf_counter() - start) / k
-    return run
 
 
 class Calibrator:
@@ -207,20 +197,25 @@ class Calibrator:
             self._fns[key] = lambda: run(out)
         return self._fns[key]
 
-    def _chained(self, task: tuple[str, int, int, int], links: int):
-        """``run(k)``: ``k`` back-to-back runs of ``task``'s one-call chain, then of its
-        ``links``-call chain; the seconds it returns are one more link's."""
-        one, chain = self._fn(*task), self._fn(*task, links=links)
+    def _timer(self, task: tuple[str, int, int, int], links: int):
+        """``(call, run)``: ``call()`` runs ``task`` once; ``run(k)`` times ``k``
+        back-to-back runs and returns one collective's seconds: a standalone call's
+        (``links`` 1), else one more link's of a ``links``-call chain (the chain's runs
+        less as many one-call runs, over ``links - 1``)."""
+        one = self._fn(*task)
+        chain = self._fn(*task, links=links) if links > 1 else None
 
-        def per_link(k: int) -> float:
+        def run(k: int) -> float:
             start = time.perf_counter()
             for _ in range(k):
                 one()
             middle = time.perf_counter()
+            if chain is None:
+                return (middle - start) / k
             for _ in range(k):
                 chain()
             return ((time.perf_counter() - middle) - (middle - start)) / (k * (links - 1))
-        return one, per_link
+        return one, run
 
     @staticmethod
     def _elems(collective: str, nbytes: int, group_size: int) -> int:
@@ -265,29 +260,20 @@ class Calibrator:
         level = logger.level
         logger.setLevel("ERROR")  # horovod's graph-mode notices
         try:
-            if links > 1:
-                chains = [self._chained(t, links) for t in tasks]
-                for one, per_link in chains:  # let horovod negotiate (and cache) each tensor once
-                    for _ in range(warmup):
-                        per_link(1)
-                calls = [one for one, _ in chains]
-                timed = [per_link for _, per_link in chains]
-            else:
-                calls = [self._fn(*t) for t in tasks]
-                for call in calls:  # let horovod negotiate (and cache) each tensor once
-                    for _ in range(warmup):
-                        call()
-                timed = [_standalone(call) for call in calls]
+            timers = [self._timer(t, links) for t in tasks]
+            for _, run in timers:  # let horovod negotiate (and cache) each tensor once
+                for _ in range(warmup):
+                    run(1)
         finally:
             logger.setLevel(level)
         warmed = time.perf_counter()
         samples = np.zeros((repeats, len(tasks)))
         barrier = self.comm.Barrier
         for r in range(repeats):
-            for j, call in enumerate(calls):
+            for j, (call, run) in enumerate(timers):
                 call()      # untimed: the first call after another collective runs slow
                 barrier()
-                samples[r, j] = timed[j](inner)
+                samples[r, j] = run(inner)
         self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
                             "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
