@@ -69,6 +69,11 @@ class RebuildTasks:
             sec = sec + self._own_seconds(config, items)
         rerun_ps = (self.compute_ps(k, config)[0]
                     if choice.mode == "inside" and self.has_bwd[k] and reruns_forward(op) else 0)
+        rb_buffers = rb_copies = None       # keep_consumer: the rebuild's buffers and copies
+        if choice.mode == "keep_consumer":
+            out = op.outputs[0]
+            rb_buffers = conversion_step_buffers(rb_steps, tuple(out.shape), out.dtype.itemsize)
+            rb_copies = self.copy_seconds(rb_buffers.steps, out.dtype.itemsize) if rebuild_count else None
         for r in self.ranks:
             s = self.sfx(r)
             bwd = f"{c}/bwd{s}"
@@ -85,14 +90,10 @@ class RebuildTasks:
                 data = [f"{c}/fwd{s}"]
             start = f"{c}/in{n - 1}/R{s}" if n else f"{c}/bchain_in{s}"
             rb, end, rb_ready = self._collectives(
-                f, calls[:rebuild_count], sec[:rebuild_count], r, start, data, c, "rebuild",
-                self.copy_seconds(conversion_step_buffers(rb_steps, tuple(op.outputs[0].shape),
-                                                          op.outputs[0].dtype.itemsize).steps,
-                                  op.outputs[0].dtype.itemsize)
-                if choice.mode == "keep_consumer" and rebuild_count else None)
+                f, calls[:rebuild_count], sec[:rebuild_count], r, start, data, c, "rebuild", rb_copies)
             if choice.mode == "keep_consumer":
-                self._conversion_buffers(f, rb, rb_steps, op.outputs[0], f"{c}:out0:rebuilt",
-                                         [bwd], r, "rebuilt activation")
+                self._conversion_buffers(f, rb, rb_buffers, f"{c}:out0:rebuilt", [bwd], r,
+                                         "rebuilt activation")
             else:
                 for task, call in zip(rb, calls):
                     f.add_buffer(f"{task}:buf", call.nbytes, "gather in flight", alloc=task,

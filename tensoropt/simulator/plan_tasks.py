@@ -106,7 +106,7 @@ from tensoropt.configs import (Config, gradient_inputs, gradient_tensors, input_
 from tensoropt.execution.schedule import own_calls, step_calls
 from tensoropt.simulator.graph import PS_PER_S, Fragment, seconds_to_ps
 from tensoropt.simulator.plan_options import SimOptions
-from tensoropt.simulator.step_buffers import StepBuffers, conversion_step_buffers
+from tensoropt.simulator.step_buffers import ConversionBuffers, StepBuffers, conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
 __all__ = ["PlanContext", "EdgeChoice", "RebuildChoice"]
@@ -253,17 +253,17 @@ class PlanContext(RebuildTasks):
                                          math.prod(config.mesh[c.mesh_axis + 1:]))
                 for c in items]
 
-    def _conversion_buffers(self, f: Fragment, names: list[str], steps, tensor, last_name: str,
-                            last_free: list[str], r: int, why: str,
+    def _conversion_buffers(self, f: Fragment, names: list[str], held: ConversionBuffers,
+                            last_name: str, last_free: list[str], r: int, why: str,
                             ready: list[str] | None = None) -> bool:
-        """A conversion's buffers as TensorFlow holds them (``step_buffers``): per step,
+        """A conversion's buffers as TensorFlow holds them (``held``, from
+        ``step_buffers.conversion_step_buffers``): per step,
         the moved copy of its input (from ``ready``, the tasks after which the first
         step's input exists, else from the step's start, until the step ends), its
         scratch (during the step), its value (until the next step ends); the last
         value (``last_name``) until ``last_free``. Returns whether the converted value
         is a view of the producer's buffer (which must then live as long)."""
-        held = conversion_step_buffers(steps, tuple(tensor.shape), tensor.dtype.itemsize)
-        assert not names or len(names) == len(held.steps), (names, steps)
+        assert not names or len(names) == len(held.steps), (names, held)
         for m, (task, b) in enumerate(zip(names, held.steps)):
             if b.moved_in:
                 alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
@@ -386,9 +386,9 @@ class PlanContext(RebuildTasks):
         saves = i in op.space.saved_inputs and self.has_bwd[k]
         fwd_calls = step_calls(ep.forward_steps, f"{c}/in{i}", tensor, "forward")
         fwd_sec = self._step_seconds(ep.forward_steps, tensor)
-        fwd_held = conversion_step_buffers(ep.forward_steps, tuple(tensor.shape),
-                                           tensor.dtype.itemsize).steps
-        fwd_copy = self.copy_seconds(fwd_held, tensor.dtype.itemsize)
+        fwd_buffers = conversion_step_buffers(ep.forward_steps, tuple(tensor.shape),
+                                              tensor.dtype.itemsize)
+        fwd_copy = self.copy_seconds(fwd_buffers.steps, tensor.dtype.itemsize)
         rebuild = inside and self.has_bwd[k]
         grad = self.grad_inputs[k][i]
         bwd_calls, bwd_sec, bwd_held = [], [], []
@@ -423,8 +423,8 @@ class PlanContext(RebuildTasks):
             keep_copy = saves and ep.reuse != "keep_producer"
             if converted:
                 uses = [fwd] + ([bwd] if keep_copy else [])
-                view = self._conversion_buffers(f, names, ep.forward_steps, tensor,
-                                                f"{c}/in{i}:copy", uses, r, "activation", [src])
+                view = self._conversion_buffers(f, names, fwd_buffers, f"{c}/in{i}:copy", uses, r,
+                                                "activation", [src])
                 self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1])
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
@@ -436,8 +436,8 @@ class PlanContext(RebuildTasks):
                 calls = step_calls(ep.forward_steps, f"{c}/in{i}/rebuild", tensor, "rebuild")
                 rb_names, end, rb_ready = self._collectives(f, calls, fwd_sec, r, prev_r, [src], c,
                                                             "rebuild", fwd_copy)
-                self._conversion_buffers(f, rb_names, ep.forward_steps, tensor,
-                                         f"{c}/in{i}:rebuilt", [bwd], r, "rebuilt activation")
+                self._conversion_buffers(f, rb_names, fwd_buffers, f"{c}/in{i}:rebuilt", [bwd], r,
+                                         "rebuilt activation")
             self._join(f, f"{c}/in{i}/R", r, [end])
             self._join(f, f"{c}/in{i}/rebuilt", r, rb_ready[-1:] if rebuild else [])
             prev_p = f"{c}/rebuild_out{s}" if i == 0 else f"{c}/in{i - 1}/P{s}"

@@ -104,8 +104,8 @@ def collective_copy_ops(step, src_shape: Sequence[int], dst_shape: Sequence[int]
     profiler's timing shows it."""
     src_shape, dst_shape = tuple(src_shape), tuple(dst_shape)
     moved = step.src_dim if step.kind == "allgather" else step.dst_dim
-    perm = tuple([moved] + [d for d in range(len(src_shape)) if d != moved])
-    back = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    perm = tuple([moved] + [d for d in range(len(src_shape)) if d != moved])   # as horovod_comm's
+    back = tuple(sorted(range(len(perm)), key=perm.__getitem__))               # test_copy_ops checks
     front = lambda shape: tuple(shape[d] for d in perm)   # noqa: E731 - the moved shape
     if step.kind != "alltoall":
         return [("transpose", src_shape, perm), ("transpose", front(dst_shape), back)]
