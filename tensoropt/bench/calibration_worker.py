@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from tensoropt.execution.calibration_job import DEFAULT_LINKS, Calibrator, default_sizes
+from tensoropt.execution.calibration_job import BUSY_ROUNDS, DEFAULT_LINKS, Calibrator, default_sizes
 
 
 def main() -> None:
@@ -42,11 +42,11 @@ def main() -> None:
         samples = cal.last_samples
     elif mode == "interleaved":
         results = cal.measure(cal.tasks(sizes) + cal.tasks(fresh_sizes), repeats=repeats, inner=inner,
-                              statistic=statistic, links=DEFAULT_LINKS)
+                              statistic=statistic, links=DEFAULT_LINKS, busy_rounds=BUSY_ROUNDS)
         fresh = {t: v for t, v in results.items() if t[3] in fresh_sizes}
         samples = cal.last_samples
         profile = cal.build_profile({t: v for t, v in results.items() if t[3] in sizes}, repeats=repeats,
-                                    inner=inner, statistic=statistic)
+                                    inner=inner, statistic=statistic, busy=cal.last_busy)
         if cal.rank == 0:
             profile.save(os.path.join(out_dir, "profile.json"))
         calibrated = time.time()

@@ -56,7 +56,8 @@ class CalibrationProfile:
         world_size, hostnames, machines, devices_per_machine: the job that was measured.
         measurements: dicts ``{"collective", "group_size", "stride", "bytes", "seconds"}``;
             seconds is the median over repeats of the slowest rank, all groups of the scheme
-            running at once.
+            running at once. Optional ``busy_seconds``: how long horovod itself worked on one
+            such collective (rank 0's timeline; cycle and negotiation left out).
         peak_flops: measured matmul FLOP/s of one rank (``compute.matmul_flops_per_s``).
         memory_bytes_per_device: physical memory of the machine / its ranks.
         extra: other top-level fields, kept as they are (repeats, creation time, ...).
@@ -147,6 +148,8 @@ class CalibrationProfile:
                           f"{n} ranks")
             if not _positive(m["bytes"]) or not _positive(m["seconds"]):
                 raise bad(f"measurements[{i}] needs positive bytes and seconds, got {m['bytes']!r}, {m['seconds']!r}")
+            if "busy_seconds" in m and not _positive(m["busy_seconds"]):
+                raise bad(f"measurements[{i}].busy_seconds must be a positive number, got {m['busy_seconds']!r}")
         extra = {k: v for k, v in data.items() if k not in (*required, "format_version", "tensoropt_version")}
         extra["compute"] = {k: v for k, v in compute.items() if k != "matmul_flops_per_s"}
         return cls(world_size=n, hostnames=list(hosts), machines=data["machines"],
@@ -155,16 +158,23 @@ class CalibrationProfile:
                    memory_bytes_per_device=float(data["memory_bytes_per_device"]),
                    tensoropt_version=str(data.get("tensoropt_version", "")), extra=extra)
 
-    def points(self) -> dict[tuple[str, int, int], list[tuple[float, float]]]:
-        """``(collective, group_size, stride) -> [(bytes, seconds), ...]`` sorted by bytes.
+    def points(self, field: str = "seconds") -> dict[tuple[str, int, int], list[tuple[float, float]]]:
+        """``(collective, group_size, stride) -> [(bytes, seconds), ...]`` sorted by bytes, of
+        the measurements that have ``field`` (``"seconds"`` or ``"busy_seconds"``).
 
         Several measurements of one size keep their median.
         """
         raw: dict[tuple[str, int, int], dict[float, list[float]]] = {}
         for m in self.measurements:
+            if field not in m:
+                continue
             key = (m["collective"], int(m["group_size"]), int(m["stride"]))
-            raw.setdefault(key, {}).setdefault(float(m["bytes"]), []).append(float(m["seconds"]))
+            raw.setdefault(key, {}).setdefault(float(m["bytes"]), []).append(float(m[field]))
         return {k: [(b, float(np.median(ts))) for b, ts in sorted(v.items())] for k, v in raw.items()}
+
+    def has_busy_seconds(self) -> bool:
+        """Whether every measurement has ``busy_seconds`` (calibrations since 2026-11-26)."""
+        return bool(self.measurements) and all("busy_seconds" in m for m in self.measurements)
 
     def spans_machines(self, group_size: int, stride: int) -> bool:
         """Whether some group of the scheme has ranks on two machines."""

@@ -13,6 +13,12 @@ standalone call (``links=1``) also pays the ``session.run`` and, on horovod's ~1
 lands on one or two cycles by chance: measured 2026-11-26, a 1 MiB all-gather took
 1.08 ms in one calibration and 2.03 ms in the next, while its link in a chain took
 1.07-1.10 ms in two; a 16 MiB all-reduce took 22.4-22.9 ms standalone and 15.4 ms a link.
+After the timed rounds, ``BUSY_ROUNDS`` more run under horovod's timeline: a size's
+``busy_seconds`` is how long horovod itself worked on one such collective
+(``horovod_timeline``): the least transfer the simulator charges before an op can use the
+result (``costs.model.CostModel``'s ``transfer_collectives``). A chain hides that work
+inside the cycle while it is shorter than one (a 2 MiB all-gather: 0.5-0.9 ms of work,
+one 1.1 ms cycle a link).
 One sample: barrier, then ``inner`` back-to-back runs, divided by ``inner``; the sample of a
 repeat is the slowest rank's; a size's time is
 the median over ``repeats`` (``--statistic p25``: the 25th percentile, steadier on a shared
@@ -45,6 +51,7 @@ import datetime
 import os
 import socket
 import sys
+import tempfile
 import time
 from typing import Any, Sequence
 
@@ -58,16 +65,20 @@ from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_byte
 from tensoropt.cluster.threads import rank_threads
 from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.guards import CACHE_CAPACITY
+from tensoropt.execution.horovod_timeline import busy_seconds, recording_timeline
 from tensoropt.execution.hosts import job_hostnames
 from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
 
-__all__ = ["Calibrator", "calibrate", "main", "default_sizes", "DEFAULT_LINKS"]
+__all__ = ["Calibrator", "calibrate", "main", "default_sizes", "DEFAULT_LINKS", "BUSY_ROUNDS"]
 
 _FLOAT_BYTES = 4
 #: collectives per timed chain (module doc); 1 would time standalone calls
 DEFAULT_LINKS = 4
+#: Untimed rounds recorded under horovod's timeline for each size's busy seconds (its own
+#: work, which a chain hides inside the cycle while its work is shorter than one).
+BUSY_ROUNDS = 3
 STATISTICS = {
     "median": lambda a: np.median(a, axis=0),
     "p25": lambda a: np.percentile(a, 25, axis=0),
@@ -95,6 +106,13 @@ def _collective(hvd, collective: str, x, process_set, name: str):
     if collective == "reducescatter":
         return hvd.reducescatter(x, op=hvd.Sum, process_set=process_set, name=name)
     return hvd.alltoall(x, process_set=process_set, name=name)
+
+
+def _chain_name(key: tuple[str, int, int, int, int]) -> str:
+    """The op name prefix of a ``(collective, group_size, stride, nbytes, links)`` chain; link
+    ``k`` is ``<prefix>/<k>``."""
+    collective, group_size, stride, nbytes, links = key
+    return f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
 
 
 class Calibrator:
@@ -130,6 +148,9 @@ class Calibrator:
             pass
         # room for every timed chain's names (read at hvd.init), as the runtime makes room for a plan's
         os.environ.setdefault("HOROVOD_CACHE_CAPACITY", str(CACHE_CAPACITY))
+        # hvd.start_timeline (busy seconds) needs this at hvd.init; a timeline the user
+        # records to a file instead is kept, and busy seconds are then not measured
+        os.environ.setdefault("HOROVOD_TIMELINE", "DYNAMIC")
         import horovod.tensorflow as hvd  # noqa: PLC0415
 
         self.hvd = hvd
@@ -145,6 +166,7 @@ class Calibrator:
         self._fns: dict[tuple[str, int, int, int], Any] = {}
         self.last_samples: dict[tuple[str, int, int, int], list[float]] = {}
         self.last_timing: dict[str, float] = {}
+        self.last_busy: dict[tuple[str, int, int, int], float] = {}
 
     # ---- one collective ----------------------------------------------------------------
 
@@ -171,7 +193,7 @@ class Calibrator:
                 raise ValueError(f"Calibrator: no process set for group {group}; register them with "
                                  "tensoropt.execution.process_sets.register_process_sets")
             ps = self.process_sets[group]
-            name = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
+            name = _chain_name(key)
             elems = self._elems(collective, nbytes, group_size)
             if self._graph is None:
                 self._graph = tf.Graph()
@@ -232,14 +254,17 @@ class Calibrator:
         return elems
 
     def measure(self, tasks: Sequence[tuple[str, int, int, int]], repeats: int = 10, inner: int = 1,
-                warmup: int = 1, statistic: str = "median", links: int = 1) -> dict[tuple[str, int, int, int], float]:
+                warmup: int = 1, statistic: str = "median", links: int = 1,
+                busy_rounds: int = 0) -> dict[tuple[str, int, int, int], float]:
         """Times each ``(collective, group_size, stride, nbytes)``; collective call on all ranks.
 
         ``links`` > 1: a sample is one more link of a ``links``-call chain (module doc);
         1: one standalone call.
 
         Every rank must pass the same tasks. ``last_samples`` keeps the raw samples (the
-        slowest rank's seconds per call, one per repeat) of each task.
+        slowest rank's seconds per call, one per repeat) of each task. ``busy_rounds`` > 0:
+        after the timed rounds, that many more untimed rounds run under horovod's timeline,
+        and ``last_busy`` keeps each task's busy seconds (``_busy``).
 
         Returns:
             task -> ``statistic`` (median, p25 or min) over repeats of the slowest rank's
@@ -278,8 +303,48 @@ class Calibrator:
                             "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
         self.last_samples = {t: slowest[:, j].tolist() for j, t in enumerate(tasks)}
+        if busy_rounds:
+            self.last_busy = self._busy(tasks, timers, links, busy_rounds)
         stat = STATISTICS[statistic](slowest)
         return {t: float(m) for t, m in zip(tasks, stat)}
+
+    def _busy(self, tasks, timers, links: int, rounds: int) -> dict[tuple[str, int, int, int], float]:
+        """Per task, the median seconds horovod was busy with one of its collectives
+        (``horovod_timeline``: its own work, the cycle and negotiation left out), over
+        ``rounds`` untimed rounds of the task's calls and chains, as rank 0 recorded them;
+        the same on every rank. The timeline is written to a temporary file on rank 0."""
+        if os.environ.get("HOROVOD_TIMELINE") != "DYNAMIC":
+            if self.rank == 0:
+                print(f"calibrate: HOROVOD_TIMELINE={os.environ.get('HOROVOD_TIMELINE')!r} records a "
+                      "timeline of its own, so busy seconds are not measured (the simulator then "
+                      "takes a transfer as what a chained collective exceeds a tiny one); unset it "
+                      "to measure them", file=sys.stderr)
+            return {}
+        path = None
+        if self.rank == 0:
+            fd, path = tempfile.mkstemp(prefix="tensoropt-calibrate-", suffix=".timeline.json")
+            os.close(fd)
+        path = self.comm.bcast(path, root=0)
+        try:
+            with recording_timeline(self.hvd, path, self.rank):
+                for _ in range(rounds):
+                    for _, run in timers:
+                        self.comm.Barrier()
+                        run(1)
+            self.comm.Barrier()
+            out = None
+            if self.rank == 0:
+                seconds = busy_seconds(path)
+                out = {}
+                for t in tasks:
+                    prefixes = [_chain_name((*t, n)) + "/" for n in {1, links}]
+                    found = [v for name, v in seconds.items() if name.startswith(tuple(prefixes))]
+                    if found:
+                        out[t] = float(np.median(found))
+            return self.comm.bcast(out, root=0)
+        finally:
+            if self.rank == 0 and os.path.exists(path):
+                os.remove(path)
 
     def measure_matmul(self, n: int = 512, repeats: int = 10) -> float:
         """FLOP/s of an ``n x n`` float32 matmul, every rank at once (median of the slowest rank)."""
@@ -318,9 +383,9 @@ class Calibrator:
             min_bytes = _FLOAT_BYTES * self.size
         sizes = default_sizes(min_bytes, max_bytes)
         results = (self.measure(self.tasks(sizes), repeats=repeats, inner=inner, statistic=statistic,
-                                links=links) if self.size > 1 else {})
+                                links=links, busy_rounds=BUSY_ROUNDS) if self.size > 1 else {})
         profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
-                                     started=started, links=links)
+                                     started=started, links=links, busy=self.last_busy)
         profile.extra["overheads"] = measure_overheads(self, repeats=repeats)
         if self.rank == 0 and out_path is not None:
             profile.save(out_path)
@@ -329,8 +394,10 @@ class Calibrator:
 
     def build_profile(self, results: dict[tuple[str, int, int, int], float], repeats: int, inner: int = 1,
                       statistic: str = "median", started: float | None = None,
-                      links: int = DEFAULT_LINKS) -> CalibrationProfile:
-        """The profile of ``measure``'s results, with this job's shape, memory and matmul rate."""
+                      links: int = DEFAULT_LINKS, busy: dict | None = None) -> CalibrationProfile:
+        """The profile of ``measure``'s results, with this job's shape, memory and matmul rate;
+        a task in ``busy`` (``measure``'s ``last_busy``) also gets its ``busy_seconds``."""
+        busy = busy or {}
         started = time.time() if started is None else started
         flops = self.measure_matmul()
         machines = len(set(self.hostnames))
@@ -340,7 +407,8 @@ class Calibrator:
         blockwise = all(order.index(h) == r // dpm for r, h in enumerate(self.hostnames))
         return CalibrationProfile(
             world_size=self.size, hostnames=self.hostnames, machines=machines, devices_per_machine=dpm,
-            measurements=[{"collective": c, "group_size": g, "stride": s, "bytes": b, "seconds": t}
+            measurements=[{"collective": c, "group_size": g, "stride": s, "bytes": b, "seconds": t,
+                           **({"busy_seconds": busy[c, g, s, b]} if (c, g, s, b) in busy else {})}
                           for (c, g, s, b), t in sorted(results.items())],
             peak_flops=flops, memory_bytes_per_device=float(phys // self.local_ranks),
             tensoropt_version=__version__,

@@ -2,6 +2,7 @@
 call follows an untimed call of the same collective (the first call after another
 collective runs slow: 1.7-2.8 ms against 1.07 ms, measured 2026-11-26)."""
 
+import json
 import types
 
 import pytest
@@ -79,3 +80,52 @@ def test_one_rank_measures_the_op_launch_and_the_copy_speed():
     assert out["op_s"] >= 0 and "collective_s" not in out     # no collectives on one rank
     # a transpose writes 8 MiB: between 10 MB/s and 1 TB/s on any machine this runs on
     assert 1e7 < out["copy_bytes_per_s"] < 1e12
+
+
+class _RecordingHorovod:
+    """Horovod's timeline as the fake collectives report their work: each call of ``work``
+    (tensor name, microseconds) becomes one activity; ``stop_timeline`` writes the file."""
+
+    def __init__(self):
+        self.path, self.calls = None, []
+
+    def start_timeline(self, path, mark_cycles=False):
+        self.path = path
+
+    def stop_timeline(self):
+        events = []
+        for pid, (name, us) in enumerate(self.calls, start=1):
+            events += [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}},
+                       {"ph": "B", "name": "NEGOTIATE_ALLREDUCE", "ts": 0, "pid": pid},
+                       {"ph": "E", "ts": 900, "pid": pid},
+                       {"ph": "B", "name": "ALLREDUCE", "ts": 1000, "pid": pid},
+                       {"ph": "E", "ts": 1000 + us, "pid": pid}]
+        with open(self.path, "w") as f:
+            f.write("[\n" + "".join(json.dumps(e) + ",\n" for e in events))
+
+
+def test_busy_rounds_keep_each_size_s_median_work_from_horovod_s_timeline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOROVOD_TIMELINE", "DYNAMIC")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    log = []
+    cal = object.__new__(Calibrator)
+    cal.rank, cal.comm, cal.hvd = 0, _Comm(log), _RecordingHorovod()
+    cal.comm.bcast = lambda value, root=0: value
+    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+
+    def fn(collective, group_size, stride, nbytes, links=1):
+        prefix = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
+
+        def run():   # link k of this size's chain works nbytes/1000 + k us
+            cal.hvd.calls.extend((f"{prefix}/{k}", nbytes // 1000 + k) for k in range(links))
+        return run
+
+    cal._fn = fn
+    tasks = [("allreduce", 2, 1, 1000), ("allreduce", 2, 1, 50000)]
+    cal.measure(tasks, repeats=1, links=4, busy_rounds=2)
+    # per size, the median over its tensors (x1/0: n us; x4/0..3: n..n+3 us) of each one's calls
+    assert cal.last_busy == {tasks[0]: pytest.approx(2e-6), tasks[1]: pytest.approx(51e-6)}
+    assert not list(tmp_path.iterdir())            # the timeline file is removed
+    monkeypatch.setenv("HOROVOD_TIMELINE", "/elsewhere.json")    # the user's own timeline: none
+    cal.measure(tasks, repeats=1, links=4, busy_rounds=2)
+    assert cal.last_busy == {}

@@ -61,6 +61,13 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
     assert len(report.held_out) == len(schemes) * len(COLLECTIVES) * 8  # 3 * 2^i for i = 4, 6, ..., 18
     assert not {m["bytes"] for m in report.held_out} & measured
 
+    # horovod's own work on each size, from its timeline: on every measurement, and growing
+    busy = {(m["collective"], m["group_size"], m["stride"], m["bytes"]): m["busy_seconds"]
+            for m in report.profile.profile.measurements}
+    assert all(v > 0 for v in busy.values())
+    for c in COLLECTIVES:
+        assert busy[c, 2, 1, 2**20] > 4 * busy[c, 2, 1, 16], f"{c}: 1 MiB worked as briefly as 16 B"
+
     ratio = report.allreduce_16mib_over_16b
     assert ratio > 2, (f"a 16 MiB allreduce took only {ratio:.2f}x the time of a 16 B one: the collectives "
                        "were not really run (constant folding?)")
