@@ -168,11 +168,14 @@ def _scheme_layout(n: int, dpm: int, group_size: int, stride: int):
 class ProfiledCollectives:
     """Collective times interpolated from a :class:`CalibrationProfile` (see module doc)."""
 
-    def __init__(self, profile: CalibrationProfile, source: str = "the calibration profile") -> None:
+    def __init__(self, profile: CalibrationProfile, source: str = "the calibration profile",
+                 field: str = "seconds") -> None:
+        """``field``: the measurements' ``"seconds"`` (a collective in a chain, as calibrated)
+        or ``"busy_seconds"`` (horovod's own work on it: the transfer alone)."""
         self.profile = profile
-        self.source = source
+        self.source = source if field == "seconds" else f"{source} ({field})"
         self._tables: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
-        for key, pts in profile.points().items():
+        for key, pts in profile.points(field).items():
             sizes = np.array([b for b, _ in pts], dtype=float)
             bw = sizes / np.array([t for _, t in pts], dtype=float)
             self._tables[key] = (sizes, np.maximum.accumulate(bw))

@@ -46,7 +46,7 @@ from tensoropt.costs._edge_tables import EdgeAlternative, EdgeAlternativeTable, 
 from tensoropt.costs.profiler import AnalyticalCompute
 
 __all__ = ["Collectives", "OpCost", "EdgeAlternative", "EdgeAlternativeTable", "CostModel", "StepCostFn", "WithCycle",
-           "Remembered", "requires_grad", "reruns_forward", "FORWARD_SHARE"]
+           "Larger", "Remembered", "requires_grad", "reruns_forward", "FORWARD_SHARE"]
 
 #: The share of an op's compute seconds its forward pass takes when a gradient flows
 #: through it: the backward of a linear op computes two products the size of its forward
@@ -117,6 +117,18 @@ class WithCycle:
             self._tiny[key] = min(self.collectives.time_s(collective, 4 * group_size << k,
                                                           group_size, stride) for k in range(11))
         return self._tiny[key]
+
+
+@dataclass(frozen=True)
+class Larger:
+    """A ``Collectives`` provider whose time is the larger of two providers' times."""
+
+    first: Collectives
+    second: Collectives
+
+    def time_s(self, collective: str, nbytes: float, group_size: int, stride: int) -> float:
+        return max(self.first.time_s(collective, nbytes, group_size, stride),
+                   self.second.time_s(collective, nbytes, group_size, stride))
 
 
 class Remembered:
@@ -198,7 +210,8 @@ class CostModel:
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
                  compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0,
-                 copy_bytes_per_s: float = 0.0, transfers_use_compute: bool = False):
+                 copy_bytes_per_s: float = 0.0, transfers_use_compute: bool = False,
+                 transfer_collectives: Collectives | None = None):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
                 measured, or the default ``AnalyticalCompute``, FLOPs of the shard /
@@ -219,12 +232,18 @@ class CostModel:
                 simulator then lets a rank's transfer and its compute take turns instead of
                 overlapping. ``make_cost_model("profiled")``, which prices this machine's
                 CPUs, sets it.
+            transfer_collectives: the transfer alone, measured (a calibration profile's
+                ``busy_seconds``: horovod's own work on a collective). A transfer is the
+                larger of it and what a collective's time in a chain exceeds a tiny one's
+                (with a cycle; the provider's time without): a chain hides the work of any
+                collective whose work ends within one cycle, and the busy time leaves out
+                TensorFlow's side of a call.
 
         Collectives are priced two ways: ``collectives`` and ``step_cost`` (an op's own
         collectives, and re-scheduling steps) give what one costs in a chain, the cycle
         included, as the additive estimate adds them up; ``transfers`` and
-        ``step_transfer`` give the transfer alone (what its time exceeds a tiny one's),
-        for the simulator, which waits for horovod's cycles itself.
+        ``step_transfer`` give the transfer alone, for the simulator, which waits for
+        horovod's cycles itself.
         """
         if peak_flops <= 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0)")
@@ -241,6 +260,8 @@ class CostModel:
         cycle = self.collective_overhead_s
         in_chain = WithCycle(collectives, cycle) if cycle else collectives
         moved = WithCycle(collectives, 0.0) if cycle else collectives
+        if transfer_collectives is not None:
+            moved = Larger(transfer_collectives, moved)
         self.collectives, self.step_cost = Remembered(in_chain), StepCostFn(in_chain)
         self.transfers, self.step_transfer = Remembered(moved), StepCostFn(moved)
         self.peak_flops = float(peak_flops)

@@ -131,14 +131,19 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
             raise ValueError(f"cost_model='profiled' needs a calibration profile, and {path} does not "
                              f"exist; run: mpirun -np N tensoropt calibrate --out {path}")
         collectives = ProfiledCollectives.from_file(path)
-        overheads = profile_overheads(collectives.profile)
+        profile = collectives.profile
+        overheads = profile_overheads(profile)
+        # the simulator's transfers: horovod's own work on each, where the profile has it
+        busy = (ProfiledCollectives(profile, str(path), field="busy_seconds")
+                if profile.has_busy_seconds() else None)
         # shards timed with the threads each rank trains with (its machine's CPUs / ranks)
         profiler = ComputeProfiler(threads=rank_threads(cluster.devices_per_machine))
         return CostModel(graph, num_devices, collectives, cluster.peak_flops, compute=profiler,
                          op_overhead_s=overheads.get("op_s", 0.0),
                          collective_overhead_s=overheads.get("collective_s", 0.0),
                          copy_bytes_per_s=overheads.get("copy_bytes_per_s", 0.0),
-                         transfers_use_compute=True)   # this machine's CPUs move MPI's bytes too
+                         transfers_use_compute=True,   # this machine's CPUs move MPI's bytes too
+                         transfer_collectives=busy)
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 
 

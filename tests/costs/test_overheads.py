@@ -82,11 +82,13 @@ def test_a_re_scheduling_step_is_priced_in_a_chain_too_and_transfers_leave_the_c
         == pytest.approx(ALPHA + nbytes / BW)
 
 
-def _profile(overheads):
+def _profile(overheads, busy=None):
+    """``busy``: a function of bytes giving each measurement's ``busy_seconds``."""
     extra = {} if overheads is None else {"overheads": overheads}
     return CalibrationProfile(world_size=2, hostnames=["h", "h"], machines=1, devices_per_machine=2,
                               measurements=[{"collective": c, "group_size": 2, "stride": 1, "bytes": n,
-                                             "seconds": ALPHA + n / BW}
+                                             "seconds": ALPHA + n / BW,
+                                             **({"busy_seconds": busy(n)} if busy else {})}
                                             for c in ("allreduce", "allgather", "reducescatter", "alltoall")
                                             for n in (8, 1 << 10, 1 << 20)],
                               peak_flops=PEAK, memory_bytes_per_device=2**30, tensoropt_version="test",
@@ -133,3 +135,44 @@ def test_the_profiled_cost_model_times_shards_with_the_threads_a_rank_trains_wit
     monkeypatch.setattr("tensoropt.cluster.threads.available_cpus", lambda: 16)
     model = make_cost_model(_graph(), "paper-v100x16", devices, "profiled")
     assert model.compute.threads == 16 // per_machine
+
+
+def _busy(n):
+    return 1e-4 + n / 4e9     # horovod's own work: 0.1 ms, then 4 GB/s
+
+
+def test_a_transfer_is_the_larger_of_horovod_s_busy_time_and_what_a_chained_call_exceeds_a_tiny_one(
+        tmp_path, monkeypatch):
+    path = tmp_path / "local.json"
+    _profile({"collective_s": 2e-4}, busy=_busy).save(path)
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
+    model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
+    # 1 KiB: its chained excess (1 us) hides inside the cycle; horovod worked 0.1 ms on it
+    assert model.transfers.time_s("allreduce", 1 << 10, 2, 1) == pytest.approx(_busy(1 << 10))
+    # 1 MiB: the chain shows more than horovod's own work (TensorFlow's side of the call)
+    assert model.transfers.time_s("allgather", 1 << 20, 2, 1) == pytest.approx(((1 << 20) - 8) / BW)
+    # the additive estimate's chained price is unchanged: the cycle plus the chained excess
+    assert model.collectives.time_s("allreduce", 1 << 10, 2, 1) == pytest.approx(2e-4 + (1024 - 8) / BW)
+    assert model.transfers.time_s("allreduce", 1 << 10, 1, 1) == 0.0       # a group of one: none
+
+
+def test_without_busy_seconds_on_every_measurement_a_transfer_is_the_chained_excess(tmp_path, monkeypatch):
+    profile = _profile({"collective_s": 2e-4}, busy=_busy)
+    del profile.measurements[0]["busy_seconds"]
+    assert not profile.has_busy_seconds() and _profile(None, busy=_busy).has_busy_seconds()
+    path = tmp_path / "local.json"
+    profile.save(path)
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
+    model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
+    assert model.transfers.time_s("allreduce", 1 << 10, 2, 1) == pytest.approx((1024 - 8) / BW)
+
+
+def test_busy_seconds_are_read_per_size_and_a_bad_one_is_named(tmp_path):
+    profile = _profile(None, busy=_busy)
+    assert profile.points("busy_seconds")[("alltoall", 2, 1)] == [(n, pytest.approx(_busy(n)))
+                                                                 for n in (8, 1 << 10, 1 << 20)]
+    data = profile.to_dict()
+    data["measurements"][3]["busy_seconds"] = -1
+    with pytest.raises(ValueError, match=r"measurements\[3\]\.busy_seconds must be a positive number") as info:
+        CalibrationProfile.from_dict(data)
+    assert "tensoropt calibrate" in str(info.value)
