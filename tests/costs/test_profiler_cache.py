@@ -197,3 +197,14 @@ def test_measuring_on_a_busy_machine_warns_once_where_the_inflated_times_are_kep
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)   # once per process
         quiet.measure(op, local_shard(op, Config((1,), (None,))))
+
+
+def test_entries_put_since_the_last_write_are_written_when_the_cache_is_dropped(tmp_path):
+    # a cost model per model in one process: its profiler's cache goes before exit
+    path = tmp_path / "p.json"
+    cache = ProfileCache(path, autosave_s=3600.0)
+    cache.put("a", 1.0)                             # the first put writes at once
+    cache.put("b", 2.0)                             # within autosave_s: in memory only
+    assert ProfileCache(path).entries() == {"a": 1.0}
+    del cache
+    assert ProfileCache(path).entries() == {"a": 1.0, "b": 2.0}

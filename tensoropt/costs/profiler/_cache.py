@@ -11,7 +11,8 @@ profiles. A shard's key suffixed ``|forward_transient_bytes`` or
 ``|backward_transient_bytes`` holds bytes instead (its passes' workspace; files written
 before these existed lack them, and the profiler measures them on first request). Writes are atomic (a temporary file, then ``os.replace``) and merge with what
 another process wrote meanwhile. New entries are written at most every ``autosave_s``
-seconds (the first at once), on ``save()``, and when the interpreter exits.
+seconds (the first at once), on ``save()``, when the cache is dropped, and when the
+interpreter exits.
 
 Usage::
 
@@ -98,6 +99,12 @@ class ProfileCache:
         self._saved_at = -float("inf")
         if self.path is not None:
             atexit.register(_save_if_alive, weakref.ref(self))
+
+    def __del__(self) -> None:
+        # entries put within autosave_s of the last write go with a cache dropped before
+        # exit (a cost model per model in one process); atexit saves only live caches
+        if getattr(self, "_dirty", False):
+            _save_if_alive(lambda: self)
 
     def __len__(self) -> int:
         return len(self._entries)
