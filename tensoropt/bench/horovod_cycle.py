@@ -3,9 +3,9 @@
     mpirun --allow-run-as-root --oversubscribe -np 2 .venv/bin/python -m tensoropt.bench horovod_cycle
 
 Horovod's background loop looks for ready collectives once per cycle. The simulator
-(``SimOptions.horovod_cycle``) runs each rank's collectives on such a cycle: they come
-every ``C`` after the end of the rank's last collective, and a collective starts on the
-first one at or after it is issued. This measures, in one ``session.run`` each (median of
+(``SimOptions.horovod_cycle``) runs each rank's collectives on such a cycle of ``C``: a
+collective issued within ``C`` of the end of the rank's last collective starts ``C`` after
+that end, one issued later ``C`` after it is issued (``engine.cycle_start``). This measures, in one ``session.run`` each (median of
 ``--repeats`` over the slowest rank):
 
 1. a chain of ``--links`` tiny all-reduces, each issued when the one before ends: ``C``

@@ -47,7 +47,8 @@ tasks, until a dirty task intervenes:
   so, clamped at ``theta`` (``theta + delta`` in the new run): each resource's free time
   matches, and each done task with a not-done clean successor (other than the early and
   late boundary tasks) ends at a matching time. A cycled resource's free time matches
-  unclamped: its cycles come at fixed periods after it, however early it was.
+  unclamped: when its next task starts depends on it however early it was
+  (``engine.cycle_start``).
 
 Why mirroring is then exact: the loop's next step depends only on the ready queue's
 least ``(ready, index)``, the free times of that task's resources and, for the tasks it

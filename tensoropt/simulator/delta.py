@@ -85,7 +85,7 @@ class DeltaSimulator:
         build: ``build(key, version) -> Fragment`` (make it with ``new_fragment()``).
         resources: every resource a fragment may use.
         cycles: the resources that run on a cycle, and its period in seconds (see
-            ``graph``: a task holding one starts on its next cycle).
+            ``graph``: a task holding one starts a cycle later).
         window: how many recent states to keep as delta bases (>= 1).
         min_span: the fewest base steps worth copying at once; shorter spans are
             simulated instead (each copy has a fixed numpy cost).

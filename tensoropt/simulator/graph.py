@@ -20,11 +20,11 @@ What the pieces mean:
   (constructor or ``add_resource``); a task naming an undeclared one is an error.
 - A resource may run on a **cycle** (``cycles={"chain:0": 1e-3}`` or
   ``add_resource(name, cycle_s=...)``): a loop that looks for work once per period, as
-  horovod's background thread does. A task holding it starts on the first of its cycles
-  at or after the time it could otherwise start; the cycles come every ``cycle_s`` after
-  the end of the last task that held the resource (the first cycle one period after it:
-  a task queued behind another waits a whole period), and from time 0 before any task
-  held it. A task holds at most one cycled resource.
+  horovod's background thread does. A task holding it that could start within one period
+  of the end of the last task that held the resource (of time 0 before any did) starts
+  one period after that end (a task queued behind another waits a whole period); one
+  that could start later, after the loop idled, starts a whole period after it could
+  (``engine.cycle_start``). A task holds at most one cycled resource.
 - A **task** runs for ``duration_s`` and holds every resource it names for its whole run
   (a collective can hold the rank's chain slot and its machine's NIC at once). A task may
   hold no resource (a pure delay, or a zero-duration join point). ``kind`` is a free label

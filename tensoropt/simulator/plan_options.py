@@ -18,15 +18,13 @@ Usage::
   splits, so every rank runs the same tasks for the same times. ``"all"`` simulates every
   rank, each collective waiting for every member of its group (for validation).
 - ``horovod_cycle``: each collective waits for horovod's cycle, as horovod's background
-  loop runs it: the loop looks for ready collectives once per cycle, and its cycles come
-  every ``collective_s`` (the calibrated cycle the cost model carries:
-  ``CostModel.collective_overhead_s``) after the end of the rank's last collective. So a
-  collective issued as the one before it ends waits a whole cycle, and one issued while
-  compute ran waits only for the rest of the cycle it falls in (``mpirun -np 2 python -m
-  tensoropt.bench horovod_cycle`` measures both: on this machine, 1.08 ms per link of a
-  chain of tiny all-reduces, and 0.71 ms beyond compute per link with 0.67 ms of compute
-  between them, which the cycle model gives to 1%; one cycle per collective gives 27%
-  too much). The collective then
+  loop runs it, with a cycle of ``collective_s`` (the calibrated cycle the cost model
+  carries: ``CostModel.collective_overhead_s``): a collective issued within one cycle of
+  the end of the rank's last collective starts a cycle after that end, and one issued
+  later, after the loop has idled, a whole cycle after it is issued
+  (``engine.cycle_start``; ``mpirun -np 2 python -m tensoropt.bench horovod_cycle``
+  measures chains of compute and tiny all-reduces against it: 0.82-0.91 ms a link
+  beyond 0.7-8.5 ms of compute, the rule within 1-2% of the totals). The collective then
   lasts its transfer (``CostModel.transfers``). ``False``: each lasts what the additive
   estimate charges, cycle plus transfer. A cost model without a calibrated cycle (the
   analytical one) has no cycle to wait for either way.

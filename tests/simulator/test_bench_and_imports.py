@@ -66,6 +66,6 @@ def test_importing_the_simulator_loads_no_tensorflow_or_horovod():
 
 def test_the_horovod_cycle_bench_prices_its_chain_by_hand():
     from tensoropt.bench.horovod_cycle import cycled_chain_s
-    # mm0 0..0.5 ms; ar0 on the first cycle, 1.0; mm1 1.0..2.5; ar1 on the second cycle
-    # after ar0's end (2.5 is past the first, 2.0), 3.0; mm2 3.0..3.2; ar2 back at 4.0
-    assert cycled_chain_s([0.5e-3, 1.5e-3, 0.2e-3], 1e-3) == pytest.approx(4.0e-3)
+    # mm0 0..0.5 ms; ar0 on the first cycle, 1.0; mm1 1.0..2.5, issued past the cycle after
+    # ar0's end (2.0): ar1 a whole cycle later, 3.5; mm2 3.5..3.7; ar2 on ar1's next, 4.5
+    assert cycled_chain_s([0.5e-3, 1.5e-3, 0.2e-3], 1e-3) == pytest.approx(4.5e-3)

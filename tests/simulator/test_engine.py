@@ -210,7 +210,7 @@ def _in_order(g, *names):
         g.add_dependency(a, b)
 
 
-def test_a_task_on_a_cycled_resource_starts_on_the_next_cycle_after_the_last_end():
+def test_a_task_on_a_cycled_resource_starts_a_cycle_after_the_last_end_or_after_it_is_issued():
     g = _cycled()
     g.add_task("c0", "collective", ["chain:0"], 2 * US)      # ready at 0: the first cycle, 10
     g.add_task("c1", "collective", ["chain:0"], 3 * US)      # back to back: 12 + 10
@@ -221,20 +221,20 @@ def test_a_task_on_a_cycled_resource_starts_on_the_next_cycle_after_the_last_end
     assert _times(t, "c0") == (10 * 10**6, 12 * 10**6)
     assert _times(t, "c1") == (22 * 10**6, 25 * 10**6)
     assert _times(t, "x") == (25 * 10**6, 40 * 10**6)
-    # cycles after c1's end at 25: 35, 45, ...; ready at 40, it starts at 45
-    assert _times(t, "c2") == (45 * 10**6, 46 * 10**6)
+    # issued 15 after c1's end, a whole cycle after it: the loop idled; a cycle later, 50
+    assert _times(t, "c2") == (50 * 10**6, 51 * 10**6)
 
 
-def test_a_task_ready_on_a_cycle_does_not_wait_and_other_resources_have_no_cycle():
+def test_a_task_issued_within_the_cycle_after_the_last_end_starts_on_it_and_others_have_no_cycle():
     g = _cycled()
-    g.add_task("c0", "collective", ["chain:0"], 2 * US)
-    g.add_task("x", "compute", ["compute:0"], 20 * US)       # 12 .. 32 = c0's end + 2 cycles
-    g.add_task("c1", "collective", ["chain:0"], 1 * US)
+    g.add_task("c0", "collective", ["chain:0"], 2 * US)      # 10 .. 12
+    g.add_task("x", "compute", ["compute:0"], 7 * US)        # 12 .. 19, within c0's end + 10
+    g.add_task("c1", "collective", ["chain:0"], 1 * US)      # on that cycle: 22
     g.add_task("y", "compute", ["compute:0"], 1 * US)         # after c1, no cycle: at once
     _in_order(g, "c0", "x", "c1", "y")
     t = simulate(g)
-    assert _times(t, "c1") == (32 * 10**6, 33 * 10**6)
-    assert _times(t, "y") == (33 * 10**6, 34 * 10**6)
+    assert _times(t, "c1") == (22 * 10**6, 23 * 10**6)
+    assert _times(t, "y") == (23 * 10**6, 24 * 10**6)
 
 
 def test_cycles_are_validated():
