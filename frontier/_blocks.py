@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit, jit_leaf
+from frontier._jit import jit, jit_inline, jit_leaf
 
 __all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "n_blocks", "corners",
            "f0_covers", "f0_minima", "live_blocks", "small_candidates", "single_cell"]
@@ -156,6 +156,34 @@ def live_blocks(layout, bmap, c, T, exact, live, w, scratch):
     return kept, nf
 
 
+@jit_inline
+def _stair_add(stair, ns, m, t, r, exact):
+    """Adds the point (m, t, r) to the staircase ``stair[:, :ns]`` of ``f0_minima``
+    (which saw the points before it in the tie order); returns its new size."""
+    if not (m < np.inf and t < np.inf):
+        return ns
+    lo = 0                                   # after the last point with memory <= m
+    for y in range(ns):                      # (a count, not a search: no branches)
+        lo += stair[0, y] <= m
+    if lo > 0 and stair[1, lo - 1] <= t:
+        return ns
+    first = lo - 1 if lo > 0 and stair[0, lo - 1] == m else lo
+    last = lo                                # out: first .. last - 1, no faster
+    while last < ns and stair[1, last] >= t:
+        last += 1
+    shift = 1 - (last - first)
+    if shift > 0:
+        for y in range(ns - 1, last - 1, -1):
+            for q in range(3):
+                stair[q, y + shift] = stair[q, y]
+    elif shift < 0:
+        for y in range(last, ns):
+            for q in range(3):
+                stair[q, y + shift] = stair[q, y]
+    stair[0, first], stair[1, first], stair[2, first] = m, t, 0.0 if exact else r
+    return ns + shift
+
+
 @jit_leaf
 def f0_minima(w, n, f0, stair, exact):
     """F0 (see ``live_blocks``): the points repeated minima of time below a memory
@@ -173,38 +201,9 @@ def f0_minima(w, n, f0, stair, exact):
     infinite memory or time are never minima and stay out.
     """
     ns = 0
-    for e in range(2 * n):
-        x = e >> 1
-        if e & 1:
-            m, t, r = w[4, x], w[1, x], w[6, x]
-        else:
-            m, t, r = w[0, x], w[3, x], w[5, x]
-        if not (m < np.inf and t < np.inf):
-            continue
-        lo, hi = 0, ns                       # after the last point with memory <= m
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if stair[0, mid] <= m:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo > 0 and stair[1, lo - 1] <= t:
-            continue
-        first = lo - 1 if lo > 0 and stair[0, lo - 1] == m else lo
-        last = lo                            # out: first .. last - 1, no faster
-        while last < ns and stair[1, last] >= t:
-            last += 1
-        shift = 1 - (last - first)
-        if shift > 0:
-            for y in range(ns - 1, last - 1, -1):
-                for q in range(3):
-                    stair[q, y + shift] = stair[q, y]
-        elif shift < 0:
-            for y in range(last, ns):
-                for q in range(3):
-                    stair[q, y + shift] = stair[q, y]
-        ns += shift
-        stair[0, first], stair[1, first], stair[2, first] = m, t, 0.0 if exact else r
+    for x in range(n):
+        ns = _stair_add(stair, ns, w[0, x], w[3, x], w[5, x], exact)
+        ns = _stair_add(stair, ns, w[4, x], w[1, x], w[6, x], exact)
     nf = min(ns, f0.shape[1])
     for y in range(nf):
         for q in range(3):
