@@ -10,7 +10,7 @@ blocks' extreme points. Cells with few candidates are sorted directly
 
 Usage (inside compiled code)::
 
-    nlive, nf = live_blocks(layout, bmap, c, (A, B, M), exact, live, corner, f0)
+    nlive, nf = live_blocks(layout, bmap, c, (A, B, M), exact, live, corner, (f0, stair))
     n = small_candidates(layout, bmap, c, (A, B, M), live[:nlive], buf, (exact, nf))
 """
 
@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit, jit_leaf
+from frontier._jit import jit, jit_inline, jit_leaf
 
 __all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "n_blocks", "corners",
-           "f0_covers", "live_blocks", "small_candidates", "single_cell"]
+           "f0_covers", "f0_minima", "live_blocks", "small_candidates", "single_cell"]
 
 COMBINE, PRODUCT, UNION, GROUPS = 0, 1, 2, 3
-F0_MINIMA = 8    # F0 points found by repeated minima (a pass over the blocks each), at most
 
 
 @jit_leaf
@@ -129,24 +128,24 @@ def f0_covers(f0, nf, m, t, r, exact):
 
 
 @jit
-def live_blocks(layout, bmap, c, T, exact, live, w, f0):
+def live_blocks(layout, bmap, c, T, exact, live, w, scratch):
     """The blocks of output cell c worth merging: writes their x to ``live`` and F0
-    (below) to ``f0``; returns (how many blocks, how many F0 points). ``w`` (7 x K) is
-    scratch (see ``corners``).
+    (below) to ``f0``, where ``scratch = (f0, stair)``; returns (how many blocks, how
+    many F0 points). ``w`` (7 x K) and ``stair`` (3 x 2K) are scratch (see
+    ``corners``, ``f0_minima``).
 
     F0 is the frontier of the blocks' *extreme points* (each block's least-memory and
-    least-time point), found by repeated minima of time below a memory bound (at most
-    as many points as ``f0`` has columns, fastest first). A block is left out when it
-    is empty, or when its ideal corner (its least memory, its least time) is covered
-    by a point of F0 (``f0_covers``): every point of the block is then dominated by a
-    candidate that is merged (F0's points lie on blocks that cannot be left out, since
-    no point of F0 dominates another). With radii, only when that point's own radius already covers
-    what the block's points could stand for.
+    least-time point), as repeated minima of time below a memory bound find it (at
+    most as many points as ``f0`` has columns, fastest first; ``f0_minima``). A block
+    is left out when it is empty, or when its ideal corner (its least memory, its
+    least time) is covered by a point of F0 (``f0_covers``): every point of the block
+    is then dominated by a candidate that is merged (F0's points lie on blocks that
+    cannot be left out, since no point of F0 dominates another). With radii, only when
+    that point's own radius already covers what the block's points could stand for.
     """
     n = corners(layout, bmap, c, (T[0][2], T[1][2]), T[2], w, exact)
-    nf = _f0_minima(w, n, f0, F0_MINIMA, exact)
-    if nf < 0:
-        nf = _f0_sorted(w, n, f0, exact)
+    f0, stair = scratch
+    nf = f0_minima(w, n, f0, stair, exact)
     kept = 0
     for x in range(n):
         if w[0, x] == np.inf:
@@ -157,72 +156,59 @@ def live_blocks(layout, bmap, c, T, exact, live, w, f0):
     return kept, nf
 
 
-@jit
-def _f0_minima(w, n, f0, most, exact):
-    """F0 (see ``live_blocks``) by repeated minima of time below a memory bound, each
-    pass over all blocks: the fastest extreme point, then the fastest with less memory,
-    and so on (ties: less memory, then the lower block, its least-memory point first).
-    Writes F0 to ``f0`` memory ascending and returns its size, or -1 when it has more
-    than ``most`` points (then ``_f0_sorted``, which costs one sort instead of a pass
-    per point)."""
-    nf = 0
-    bound = np.inf
-    while nf < f0.shape[1]:
-        tb, mb, rb = np.inf, np.inf, 0.0
-        for x in range(n):
-            if w[0, x] < bound and (w[3, x] < tb or (w[3, x] == tb and w[0, x] < mb)):
-                tb, mb, rb = w[3, x], w[0, x], w[5, x]
-            if w[4, x] < bound and (w[1, x] < tb or (w[1, x] == tb and w[4, x] < mb)):
-                tb, mb, rb = w[1, x], w[4, x], w[6, x]
-        if tb == np.inf:
-            break
-        if nf == most:
-            return -1
-        f0[0, nf], f0[1, nf], f0[2, nf] = mb, tb, 0.0 if exact else rb
-        nf += 1
-        bound = mb
-    for s in range(nf // 2):
-        for r in range(3):
-            f0[r, s], f0[r, nf - 1 - s] = f0[r, nf - 1 - s], f0[r, s]
-    return nf
+@jit_inline
+def _stair_add(stair, ns, m, t, r, exact):
+    """Adds the point (m, t, r) to the staircase ``stair[:, :ns]`` of ``f0_minima``
+    (which saw the points before it in the tie order); returns its new size."""
+    if not (m < np.inf and t < np.inf):
+        return ns
+    lo = 0                                   # after the last point with memory <= m
+    for y in range(ns):                      # (a count, not a search: no branches)
+        lo += stair[0, y] <= m
+    if lo > 0 and stair[1, lo - 1] <= t:
+        return ns
+    first = lo - 1 if lo > 0 and stair[0, lo - 1] == m else lo
+    last = lo                                # out: first .. last - 1, no faster
+    while last < ns and stair[1, last] >= t:
+        last += 1
+    shift = 1 - (last - first)
+    if shift > 0:
+        for y in range(ns - 1, last - 1, -1):
+            for q in range(3):
+                stair[q, y + shift] = stair[q, y]
+    elif shift < 0:
+        for y in range(last, ns):
+            for q in range(3):
+                stair[q, y + shift] = stair[q, y]
+    stair[0, first], stair[1, first], stair[2, first] = m, t, 0.0 if exact else r
+    return ns + shift
 
 
-@jit
-def _f0_sorted(w, n, f0, exact):
-    """F0 as ``_f0_minima`` finds it, from one stable sort of the blocks' extreme
-    points by memory (block order, least-memory point first) and a scan: of the points
-    with equal memory the fastest (the first of equal ones) is kept when it is faster
-    than every point with less memory. When F0 has more points than ``f0`` columns, the
-    fastest are kept, as the repeated minima (which go fastest first) would."""
-    pm = np.empty(2 * n)
-    pt = np.empty(2 * n)
-    pr = np.empty(2 * n)
+@jit_leaf
+def f0_minima(w, n, f0, stair, exact):
+    """F0 (see ``live_blocks``): the points repeated minima of time below a memory
+    bound would find (the fastest extreme point, then the fastest with less memory,
+    and so on; ties: less memory, then the lower block, its least-memory point first),
+    at most as many as ``f0`` has columns (the fastest). Writes F0 to ``f0`` memory
+    ascending and returns its size. ``stair`` is scratch (3 rows, at least 2n columns).
+
+    One pass over the extreme points in that tie order keeps the staircase of those
+    seen so far (memory ascending, time strictly descending): a point is dropped when
+    the staircase point with the most memory not above its own is no slower (that one
+    comes first in the tie order), else it goes in and the staircase points it beats
+    go out. A point is in F0 exactly when it is first in (time, memory, order) among
+    the points with no more memory, so the staircase at the end is F0. Points of
+    infinite memory or time are never minima and stay out.
+    """
+    ns = 0
     for x in range(n):
-        pm[2 * x], pt[2 * x], pr[2 * x] = w[0, x], w[3, x], w[5, x]
-        pm[2 * x + 1], pt[2 * x + 1], pr[2 * x + 1] = w[4, x], w[1, x], w[6, x]
-    order = np.argsort(pm, kind="mergesort")
-    keep = np.empty(2 * n, dtype=np.int64)
-    nk = 0
-    tmin = np.inf
-    s = 0
-    while s < 2 * n and pm[order[s]] < np.inf:
-        best = order[s]
-        e = s + 1
-        while e < 2 * n and pm[order[e]] == pm[best]:
-            if pt[order[e]] < pt[best]:
-                best = order[e]
-            e += 1
-        if pt[best] < tmin:
-            keep[nk] = best
-            nk += 1
-            tmin = pt[best]
-        s = e
-    first = max(0, nk - f0.shape[1])
-    for q in range(first, nk):
-        y = keep[q]
-        f0[0, q - first], f0[1, q - first] = pm[y], pt[y]
-        f0[2, q - first] = 0.0 if exact else pr[y]
-    return nk - first
+        ns = _stair_add(stair, ns, w[0, x], w[3, x], w[5, x], exact)
+        ns = _stair_add(stair, ns, w[4, x], w[1, x], w[6, x], exact)
+    nf = min(ns, f0.shape[1])
+    for y in range(nf):
+        for q in range(3):
+            f0[q, y] = stair[q, ns - nf + y]
+    return nf
 
 
 @jit_leaf

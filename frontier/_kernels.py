@@ -378,6 +378,7 @@ def merge_range(layout, bmap, T, budget, rel, exact):
     H = new_heap(max(64, 2 * K + 2))
     Q = new_buckets(len(H[0]), 64)
     live = np.empty(K, dtype=np.int64)
+    stair = np.empty((3, 2 * K))                # scratch of F0 (``f0_minima``)
     corner = np.empty((7, K))
     small = (np.empty((3, SMALL_BUFFER)), np.empty((3, SMALL_BUFFER), dtype=np.int64),
              np.empty(SMALL_BUFFER, dtype=np.int64), np.empty((3, SMALL_BUFFER)))
@@ -396,7 +397,7 @@ def merge_range(layout, bmap, T, budget, rel, exact):
                 gap = max(gap, g)
                 ooff[c - c0 + 1] = nout
                 continue
-        nlive, nf = live_blocks(layout, bmap, c, T, exact, live, corner, small[3])
+        nlive, nf = live_blocks(layout, bmap, c, T, exact, live, corner, (small[3], stair))
         merged += nlive
         total = 0
         streams = 0

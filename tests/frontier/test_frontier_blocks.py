@@ -1,15 +1,15 @@
-"""F0, the frontier of the blocks' extreme points (``_blocks.live_blocks``), has two ways
-to be found: repeated minima (a pass over the blocks per point) and, when it has more
-than ``F0_MINIMA`` points, one stable sort and a scan (``_f0_sorted``). Both must give
-the same points and radii, ties included. (End to end, the hard chains of
-``test_frontier_differential`` have cells with richer F0s and check the merges.)"""
+"""F0, the frontier of the blocks' extreme points (``_blocks.live_blocks``), is found by
+one pass that keeps a staircase (``f0_minima``); it must give exactly the points and
+radii that repeated minima of time below a memory bound give (the definition), ties,
+infinite points and a cut to the fastest points included. (End to end, the hard chains
+of ``test_frontier_differential`` have cells with richer F0s and check the merges.)"""
 
 import warnings
 
 import numpy as np
 import pytest
 
-from frontier._blocks import F0_MINIMA, _f0_minima, _f0_sorted
+from frontier._blocks import f0_minima
 
 
 def _corners(rng, n, levels):
@@ -27,24 +27,59 @@ def _corners(rng, n, levels):
     return w
 
 
+def _repeated_minima(w, n, cols, exact):
+    """F0 by its definition: the fastest extreme point (ties: less memory, then the
+    lower block, its least-memory point first), then the fastest with less memory, and
+    so on, at most ``cols`` points; as rows memory, time, radius, memory ascending."""
+    out = []
+    bound = np.inf
+    while len(out) < cols:
+        tb, mb, rb = np.inf, np.inf, 0.0
+        for x in range(n):
+            if w[0, x] < bound and (w[3, x] < tb or (w[3, x] == tb and w[0, x] < mb)):
+                tb, mb, rb = w[3, x], w[0, x], w[5, x]
+            if w[4, x] < bound and (w[1, x] < tb or (w[1, x] == tb and w[4, x] < mb)):
+                tb, mb, rb = w[1, x], w[4, x], w[6, x]
+        if tb == np.inf:
+            break
+        out.append((mb, tb, 0.0 if exact else rb))
+        bound = mb
+    return np.array(out[::-1]).reshape(-1, 3).T
+
+
 @pytest.mark.parametrize("exact", [True, False])
-def test_sorted_f0_equals_repeated_minima_with_ties(exact):
+def test_f0_equals_repeated_minima_with_ties(exact):
     rng = np.random.default_rng(5)
     sizes = 0
-    for trial in range(300):
+    for trial in range(400):
         n = int(rng.integers(1, 80))
         w = _corners(rng, n, int(rng.integers(2, 60)))
+        if trial % 3 == 0:                        # empty blocks, points of infinite time
+            w[0, rng.random(n) < 0.2] = np.inf
+            w[rng.choice([1, 3]), rng.random(n) < 0.2] = np.inf
         cols = int(rng.choice([4, 256]))          # also F0 cut to its fastest points
-        ref, got = np.zeros((3, cols)), np.zeros((3, cols))
-        nf = _f0_minima(w, n, ref, cols + 1, exact)
-        assert nf >= 1
-        assert _f0_sorted(w, n, got, exact) == nf, trial
-        assert np.array_equal(got[:, :nf], ref[:, :nf]), trial
+        ref = _repeated_minima(w, n, cols, exact)
+        got = np.full((3, cols), -1.0)
+        nf = f0_minima(w, n, got, np.empty((3, 2 * n)), exact)
+        assert nf == ref.shape[1], trial
+        assert np.array_equal(got[:, :nf], ref), trial
         assert np.all(np.diff(got[0, :nf]) > 0) and np.all(np.diff(got[1, :nf]) < 0)
         sizes = max(sizes, nf)
-        if nf > F0_MINIMA:
-            assert _f0_minima(w, n, np.zeros((3, cols)), F0_MINIMA, exact) == -1
-    assert sizes > F0_MINIMA                      # the sorted path was compared
+    assert sizes > 8                              # rich staircases were compared
+
+
+def test_f0_of_one_block_and_of_none():
+    w = np.zeros((7, 1))
+    w[[0, 3, 5], 0] = 1.0, 5.0, 0.5               # least memory: (1, 5), radius 0.5
+    w[[4, 1, 6], 0] = 3.0, 2.0, 0.25              # least time: (3, 2), radius 0.25
+    f0 = np.zeros((3, 4))
+    assert f0_minima(w, 1, f0, np.empty((3, 2)), False) == 2
+    assert np.array_equal(f0[:, :2], [[1.0, 3.0], [5.0, 2.0], [0.5, 0.25]])
+    w[3, 0] = 2.0                                 # the least-memory point is as fast
+    assert f0_minima(w, 1, f0, np.empty((3, 2)), False) == 1
+    assert np.array_equal(f0[:, 0], [1.0, 2.0, 0.5])
+    w[0, 0] = w[4, 0] = np.inf                    # an empty block: no F0
+    assert f0_minima(w, 1, f0, np.empty((3, 2)), True) == 0
 
 
 def test_per_candidate_helpers_count_no_references():
