@@ -108,11 +108,12 @@ def _collective(hvd, collective: str, x, process_set, name: str):
     return hvd.alltoall(x, process_set=process_set, name=name)
 
 
-def _chain_name(key: tuple[str, int, int, int, int]) -> str:
-    """The op name prefix of a ``(collective, group_size, stride, nbytes, links)`` chain; link
-    ``k`` is ``<prefix>/<k>``."""
+def _link_names(key: tuple[str, int, int, int, int]) -> list[str]:
+    """The op name of each link of a ``(collective, group_size, stride, nbytes, links)``
+    chain, as ``Calibrator._fn`` names them and horovod's timeline reports them."""
     collective, group_size, stride, nbytes, links = key
-    return f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
+    prefix = f"tensoropt_calibrate/{collective}/g{group_size}s{stride}/{nbytes}B/x{links}"
+    return [f"{prefix}/{k}" for k in range(links)]
 
 
 class Calibrator:
@@ -193,16 +194,15 @@ class Calibrator:
                 raise ValueError(f"Calibrator: no process set for group {group}; register them with "
                                  "tensoropt.execution.process_sets.register_process_sets")
             ps = self.process_sets[group]
-            name = _chain_name(key)
             elems = self._elems(collective, nbytes, group_size)
             if self._graph is None:
                 self._graph = tf.Graph()
             with self._graph.as_default():
                 x = tf.ones([elems], tf.float32)
                 y = None
-                for k in range(links):
+                for name in _link_names(key):
                     with tf.control_dependencies([y] if y is not None else []):
-                        y = _collective(hvd, collective, tf.identity(x), ps, f"{name}/{k}")
+                        y = _collective(hvd, collective, tf.identity(x), ps, name)
                 out = tf.reduce_sum(y[:1])
             if self._session is None:
                 config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=self.intra_threads,
@@ -337,8 +337,8 @@ class Calibrator:
                 seconds = busy_seconds(path)
                 out = {}
                 for t in tasks:
-                    prefixes = [_chain_name((*t, n)) + "/" for n in {1, links}]
-                    found = [v for name, v in seconds.items() if name.startswith(tuple(prefixes))]
+                    names = [name for n in {1, links} for name in _link_names((*t, n))]
+                    found = [seconds[name] for name in names if name in seconds]
                     if found:
                         out[t] = float(np.median(found))
             return self.comm.bcast(out, root=0)
