@@ -104,7 +104,7 @@ class ProfileCache:
         # entries put within autosave_s of the last write go with a cache dropped before
         # exit (a cost model per model in one process); atexit saves only live caches
         if getattr(self, "_dirty", False):
-            _save_if_alive(lambda: self)
+            _save_quietly(self)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -153,10 +153,14 @@ class ProfileCache:
         self._saved_at = time.monotonic()
 
 
+def _save_quietly(cache: ProfileCache) -> None:
+    try:
+        cache.save()
+    except (OSError, ValueError):  # pragma: no cover - best effort when dropped or at exit
+        pass
+
+
 def _save_if_alive(ref: "weakref.ref[ProfileCache]") -> None:
     cache = ref()
     if cache is not None:
-        try:
-            cache.save()
-        except (OSError, ValueError):  # pragma: no cover - best effort at exit
-            pass
+        _save_quietly(cache)
