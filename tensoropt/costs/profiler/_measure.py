@@ -121,20 +121,54 @@ def _cpu_model() -> str:
 _warned_busy = False
 
 
-def warn_if_busy(cache_path) -> None:
-    """Warns (once per process, ``RuntimeWarning``) when the machine's 1-minute load is
-    above its CPU count: every time measured now is inflated by the other work, and it
-    stays in the cache. Called before each measurement."""
+def runnable_threads(stat_path: str = "/proc/stat", samples: int = 5, interval_s: float = 0.01) -> int | None:
+    """The machine's threads running or ready to run now (``procs_running`` of Linux's
+    ``/proc/stat``, this one included), the median of ``samples`` reads ``interval_s``
+    apart; None where the file does not give it."""
+    counts = []
+    for k in range(samples):
+        try:
+            with open(stat_path) as f:
+                line = next((ln for ln in f if ln.startswith("procs_running ")), None)
+            if line is None:
+                return None
+            counts.append(int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            return None
+        if k + 1 < samples:
+            time.sleep(interval_s)
+    return sorted(counts)[len(counts) // 2]
+
+
+def warn_if_busy(cache_path, stat_path: str = "/proc/stat") -> None:
+    """Warns (once per process, ``RuntimeWarning``) when more threads are ready to run on
+    the machine than it has CPUs: every time measured now is inflated by the other work,
+    and it stays in the cache. Called before each measurement.
+
+    It counts the threads ready now (``runnable_threads``) against all the machine's CPUs,
+    not the 1-minute load against this rank's: under ``mpirun`` each rank may use one CPU
+    while its peers' profiling fills the others, and a load average still counts a job
+    that ended a minute ago (both warned on every 2-rank accuracy run after a
+    calibration, 2026-11-27). Where ``/proc/stat`` gives no count, the 1-minute load
+    stands in."""
     global _warned_busy
-    if _warned_busy or not hasattr(os, "getloadavg"):
+    if _warned_busy:
         return
-    load, cpus = os.getloadavg()[0], available_cpus()
-    if load > cpus:
+    cpus = os.cpu_count() or available_cpus()
+    running = runnable_threads(stat_path)
+    if running is not None:
+        busy, what = running > cpus, f"{running} threads ready to run on {cpus} CPUs"
+    elif hasattr(os, "getloadavg"):
+        load = os.getloadavg()[0]
+        busy, what = load > cpus, f"1-minute load {load:.1f} on {cpus} CPUs"
+    else:  # pragma: no cover - neither Linux nor POSIX
+        return
+    if busy:
         _warned_busy = True
         where = f"in {cache_path}; delete it and " if cache_path is not None else "; "
-        warnings.warn(f"tensoropt profiler: measuring op times while this machine is busy (1-minute load "
-                      f"{load:.1f} on {cpus} CPUs): they will be inflated and kept {where}profile again "
-                      "on a quiet machine for estimates you can trust", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"tensoropt profiler: measuring op times while this machine is busy ({what}): they "
+                      f"will be inflated and kept {where}profile again on a quiet machine for estimates "
+                      "you can trust", RuntimeWarning, stacklevel=3)
 
 
 def _default_max_bytes() -> float:
