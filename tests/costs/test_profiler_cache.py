@@ -177,6 +177,7 @@ def test_bad_settings_say_how_to_fix():
 
 
 def test_measuring_on_a_busy_machine_warns_once_where_the_inflated_times_are_kept(tmp_path, monkeypatch):
+    import math
     import warnings
 
     from tensoropt.costs.profiler import _measure
@@ -185,63 +186,86 @@ def test_measuring_on_a_busy_machine_warns_once_where_the_inflated_times_are_kep
     op = to.tanh(x).op
     path = tmp_path / "profile.json"
     monkeypatch.setattr(_measure, "_warned_busy", False)
-    monkeypatch.setattr(_measure.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(_measure, "runnable_threads", lambda stat_path: 1)
+    monkeypatch.setattr(_measure, "_last_probe", -math.inf)
+    monkeypatch.setattr(_measure, "BUSY_PROBE_EVERY_S", 0.0)
+    monkeypatch.setattr(_measure, "cpu_wait_share", lambda: 0.02)
     quiet = ComputeProfiler(cache_path=path, warmup=0, min_runs=1, max_runs=1, min_time_s=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         quiet.measure(op, local_shard(op, Config((1,), (None,))))
-    monkeypatch.setattr(_measure, "runnable_threads", lambda stat_path: 64)
-    with pytest.warns(RuntimeWarning, match=r"busy \(64 threads ready to run on 2 CPUs\).*in .*profile.json; "
-                                            r"delete it and profile again on a quiet machine"):
+    monkeypatch.setattr(_measure, "cpu_wait_share", lambda: 0.5)
+    with pytest.warns(RuntimeWarning, match=r"busy \(this rank waited 50% of a probe for its CPU\).*in "
+                                            r".*profile.json; delete it and profile again on a quiet machine"):
         quiet.measure(op, local_shard(op, Config((1,), (None,))))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)   # once per process
         quiet.measure(op, local_shard(op, Config((1,), (None,))))
 
 
-def _busy_warnings(monkeypatch, running, load, cpus=2, rank_cpus=1):
+def _busy_warnings(monkeypatch, share, load, cpus=2, every_s=0.0, calls=1):
+    import math
     import warnings
 
     from tensoropt.costs.profiler import _measure
 
+    probes = []
+
+    def probe():
+        probes.append(1)
+        return share
+
     monkeypatch.setattr(_measure, "_warned_busy", False)
-    monkeypatch.setattr(_measure, "runnable_threads", lambda stat_path: running)
+    monkeypatch.setattr(_measure, "_last_probe", -math.inf)
+    monkeypatch.setattr(_measure, "BUSY_PROBE_EVERY_S", every_s)
+    monkeypatch.setattr(_measure, "cpu_wait_share", probe)
     monkeypatch.setattr(_measure.os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(_measure.os, "cpu_count", lambda: cpus)
-    monkeypatch.setattr(_measure, "available_cpus", lambda: rank_cpus)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _measure.warn_if_busy(None)
-    return [str(w.message) for w in caught]
+        for _ in range(calls):
+            _measure.warn_if_busy(None)
+    return [str(w.message) for w in caught], len(probes)
 
 
 def test_a_job_that_ended_a_minute_ago_is_not_a_busy_machine(monkeypatch):
-    # the load average still counts the calibration that just ran; nothing runs now
-    assert _busy_warnings(monkeypatch, running=1, load=2.6) == []
+    # the load average still counts the calibration that just ran; this rank's CPU is free
+    assert _busy_warnings(monkeypatch, share=0.03, load=2.6)[0] == []
 
 
-def test_two_ranks_each_on_one_cpu_of_two_are_not_a_busy_machine(monkeypatch):
-    # under mpirun this rank may use 1 CPU, while the peer rank runs on the other
-    assert _busy_warnings(monkeypatch, running=2, load=2.0, cpus=2, rank_cpus=1) == []
-    assert len(_busy_warnings(monkeypatch, running=3, load=0.0, cpus=2, rank_cpus=1)) == 1
-
-
-def test_without_a_count_of_ready_threads_the_load_average_stands_in(monkeypatch):
-    (message,) = _busy_warnings(monkeypatch, running=None, load=64.0)
+def test_without_schedstat_the_load_average_against_all_cpus_stands_in(monkeypatch):
+    (message,), _ = _busy_warnings(monkeypatch, share=None, load=64.0)
     assert "1-minute load 64.0 on 2 CPUs" in message
-    assert _busy_warnings(monkeypatch, running=None, load=1.0) == []
+    assert _busy_warnings(monkeypatch, share=None, load=1.9, cpus=2)[0] == []
 
 
-def test_ready_threads_are_read_from_proc_stat(tmp_path):
-    from tensoropt.costs.profiler._measure import runnable_threads
+def test_a_free_cpu_is_probed_again_only_after_a_while(monkeypatch):
+    assert _busy_warnings(monkeypatch, share=0.0, load=0.0, every_s=3600.0, calls=5) == ([], 1)
+    assert _busy_warnings(monkeypatch, share=0.0, load=0.0, every_s=0.0, calls=5) == ([], 5)
 
-    stat = tmp_path / "stat"
-    stat.write_text("cpu  1 2 3 4\nctxt 99\nprocs_running 7\nprocs_blocked 0\n")
-    assert runnable_threads(str(stat), samples=3, interval_s=0.0) == 7
-    stat.write_text("cpu  1 2 3 4\n")
-    assert runnable_threads(str(stat), samples=1) is None
-    assert runnable_threads(str(tmp_path / "missing"), samples=1) is None
+
+def test_the_probe_sees_another_busy_process_on_its_cpu():
+    import subprocess
+    import sys
+
+    # a child pinned to one CPU, a spinning grandchild pinned to the same one
+    code = (
+        "import os, subprocess, sys, time\n"
+        "from tensoropt.costs.profiler._measure import cpu_wait_share\n"
+        "cpu = min(os.sched_getaffinity(0)); os.sched_setaffinity(0, {cpu})\n"
+        "spin = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\n"
+        "time.sleep(0.2)\n"
+        "try:\n"
+        "    print(max(cpu_wait_share(0.2) or 0.0 for _ in range(3)))\n"
+        "finally:\n"
+        "    spin.kill()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert float(out.stdout) > 0.25
+
+
+def test_the_probe_reads_nothing_where_schedstat_is_missing(tmp_path):
+    from tensoropt.costs.profiler._measure import cpu_wait_share
+
+    assert cpu_wait_share(0.001, path=str(tmp_path / "missing")) is None
 
 
 def test_entries_put_since_the_last_write_are_written_when_the_cache_is_dropped(tmp_path):

@@ -121,45 +121,54 @@ def _cpu_model() -> str:
 _warned_busy = False
 
 
-def runnable_threads(stat_path: str = "/proc/stat", samples: int = 5, interval_s: float = 0.01) -> int | None:
-    """The machine's threads running or ready to run now (``procs_running`` of Linux's
-    ``/proc/stat``, this one included), the median of ``samples`` reads ``interval_s``
-    apart; None where the file does not give it."""
-    counts = []
-    for k in range(samples):
+#: A probe that waited this share of its time for its CPU says the CPU is shared.
+BUSY_WAIT_SHARE = 0.25
+#: Seconds between two probes of a process that found its CPU free.
+BUSY_PROBE_EVERY_S = 10.0
+_last_probe = -math.inf
+
+
+def cpu_wait_share(probe_s: float = 0.05, path: str = "/proc/thread-self/schedstat") -> float | None:
+    """The share of a ``probe_s`` busy loop that this thread spent ready but waiting for a
+    CPU (the run delay of Linux's schedstat): about 0 when it has a CPU to itself, about
+    1/2 when another busy thread shares its CPU. None where ``path`` cannot be read."""
+    def run_delay_ns() -> int | None:
         try:
-            with open(stat_path) as f:
-                line = next((ln for ln in f if ln.startswith("procs_running ")), None)
-            if line is None:
-                return None
-            counts.append(int(line.split()[1]))
+            with open(path) as f:
+                return int(f.read().split()[1])
         except (OSError, ValueError, IndexError):
             return None
-        if k + 1 < samples:
-            time.sleep(interval_s)
-    return sorted(counts)[len(counts) // 2]
+
+    before = run_delay_ns()
+    if before is None:
+        return None
+    start = time.perf_counter()
+    while time.perf_counter() - start < probe_s:
+        pass
+    after, wall = run_delay_ns(), time.perf_counter() - start
+    return None if after is None else max(0.0, (after - before) * 1e-9 / wall)
 
 
-def warn_if_busy(cache_path, stat_path: str = "/proc/stat") -> None:
-    """Warns (once per process, ``RuntimeWarning``) when more threads are ready to run on
-    the machine than it has CPUs: every time measured now is inflated by the other work,
-    and it stays in the cache. Called before each measurement.
+def warn_if_busy(cache_path) -> None:
+    """Warns (once per process, ``RuntimeWarning``) when this rank's CPU is shared with
+    other work now: every time measured now is inflated by it, and it stays in the cache.
+    Called before each measurement; probes at most every ``BUSY_PROBE_EVERY_S``.
 
-    It counts the threads ready now (``runnable_threads``) against all the machine's CPUs,
-    not the 1-minute load against this rank's: under ``mpirun`` each rank may use one CPU
-    while its peers' profiling fills the others, and a load average still counts a job
-    that ended a minute ago (both warned on every 2-rank accuracy run after a
-    calibration, 2026-11-27). Where ``/proc/stat`` gives no count, the 1-minute load
-    stands in."""
-    global _warned_busy
-    if _warned_busy:
+    It asks the scheduler (``cpu_wait_share``), not the 1-minute load: under ``mpirun``
+    each rank may use one CPU while its peers' profiling fills the others, and a load
+    average still counts a job that ended a minute ago, so the load warned on every
+    2-rank accuracy run after a calibration (2026-11-27); so did a count of the threads
+    ready to run (3 on 2 CPUs, the bench's own). Where schedstat cannot be read, the
+    1-minute load against all the machine's CPUs stands in."""
+    global _warned_busy, _last_probe
+    if _warned_busy or time.monotonic() - _last_probe < BUSY_PROBE_EVERY_S:
         return
-    cpus = os.cpu_count() or available_cpus()
-    running = runnable_threads(stat_path)
-    if running is not None:
-        busy, what = running > cpus, f"{running} threads ready to run on {cpus} CPUs"
+    _last_probe = time.monotonic()
+    share = cpu_wait_share()
+    if share is not None:
+        busy, what = share > BUSY_WAIT_SHARE, f"this rank waited {share:.0%} of a probe for its CPU"
     elif hasattr(os, "getloadavg"):
-        load = os.getloadavg()[0]
+        load, cpus = os.getloadavg()[0], os.cpu_count() or available_cpus()
         busy, what = load > cpus, f"1-minute load {load:.1f} on {cpus} CPUs"
     else:  # pragma: no cover - neither Linux nor POSIX
         return
