@@ -235,6 +235,7 @@ def test_a_job_that_ended_a_minute_ago_is_not_a_busy_machine(monkeypatch):
 def test_without_schedstat_the_load_average_against_all_cpus_stands_in(monkeypatch):
     (message,), _ = _busy_warnings(monkeypatch, share=None, load=64.0)
     assert "1-minute load 64.0 on 2 CPUs" in message
+    assert "kept in memory only; profile again" in message        # no cache file to delete
     assert _busy_warnings(monkeypatch, share=None, load=1.9, cpus=2)[0] == []
 
 

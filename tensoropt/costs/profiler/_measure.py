@@ -174,7 +174,7 @@ def warn_if_busy(cache_path) -> None:
         return
     if busy:
         _warned_busy = True
-        where = f"in {cache_path}; delete it and " if cache_path is not None else "; "
+        where = f"in {cache_path}; delete it and " if cache_path is not None else "in memory only; "
         warnings.warn(f"tensoropt profiler: measuring op times while this machine is busy ({what}): they "
                       f"will be inflated and kept {where}profile again on a quiet machine for estimates "
                       "you can trust", RuntimeWarning, stacklevel=3)
