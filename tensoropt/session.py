@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tensoropt._tf import import_tensorflow
+from tensoropt._tf import import_tensorflow, keep_freed_memory
 from tensoropt.cluster.threads import rank_threads
 from tensoropt.execution import PlanSharding, guards
 from tensoropt.execution.guards import check_agreement, check_cache_capacity
@@ -96,6 +96,7 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     config.graph_options.rewrite_options.disable_meta_optimizer = True
     session = tf.compat.v1.Session(graph=lowered.tf_graph, config=config)
     lowered.initialize(session)
+    keep_freed_memory()   # steps reuse their buffers' pages (see tensoropt._tf)
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
     _runtime.sharding = sharding
     _runtime.reporter = StepReporter(plan, _runtime.comm if size > 1 else None, world().rank,

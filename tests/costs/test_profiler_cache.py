@@ -65,7 +65,7 @@ def test_machine_is_part_of_the_key():
     assert key1 != key2
     assert ComputeProfiler(cache_path=None, threads=1, statistic="min").key(shard) != key1
     machine = json.loads(key1.split("|", 1)[0])
-    assert set(machine) == {"tensorflow", "cpu", "threads", "statistic"} and machine["threads"] == 1
+    assert set(machine) == {"tensorflow", "cpu", "threads", "malloc", "statistic"} and machine["threads"] == 1
 
 
 def test_threads_follow_the_runtimes_setting(monkeypatch):

@@ -69,7 +69,7 @@ from typing import Callable
 
 import numpy as np
 
-from tensoropt._tf import import_tensorflow
+from tensoropt._tf import MALLOC_POLICY, freed_memory_kept, import_tensorflow
 from tensoropt.allocation_trace import allocation_peak, node_allocations, trace_options
 from tensoropt.cluster.threads import available_cpus, threads_from_env
 from tensoropt.configs import Config, enumerate_configs
@@ -190,13 +190,14 @@ def _default_max_bytes() -> float:
 
 @functools.lru_cache(maxsize=None)
 def machine_description(threads: int | None = None) -> dict:
-    """The part of every cache key that names this machine.
+    """The part of every cache key that names this machine (and how it allocates memory:
+    ``tensoropt._tf.MALLOC_POLICY``).
 
     Args:
         threads: TensorFlow's intra-op threads; None means every available CPU.
     """
     return {"tensorflow": _tensorflow_version(), "cpu": _cpu_model(),
-            "threads": int(threads) if threads else available_cpus()}
+            "threads": int(threads) if threads else available_cpus(), "malloc": MALLOC_POLICY}
 
 
 @dataclass(frozen=True)
@@ -418,12 +419,14 @@ class ComputeProfiler:
     def time_steps(self, tf, graph, init, target, empty_target, trace: bool = False):
         """Runs ``init``, then times ``target`` and ``empty_target`` (the fixed cost of a
         step's fetches) in a session of ``graph`` configured as training configures one
-        (``session_config``); returns ``(step_s, overhead_s, runs, metadata)``: this
+        (``session_config``), with freed memory kept as training steps keep it
+        (``tensoropt._tf.freed_memory_kept``); returns ``(step_s, overhead_s, runs, metadata)``: this
         profiler's statistic of each, the timed steps of ``target``, and a traced step of
         it when ``trace`` (else None).
         Counts one measurement."""
         metadata = None
-        with tf.compat.v1.Session(graph=graph, config=session_config(tf, self.threads)) as sess:
+        config = session_config(tf, self.threads)
+        with freed_memory_kept(), tf.compat.v1.Session(graph=graph, config=config) as sess:
             sess.run(init)
             for _ in range(self.warmup):
                 sess.run(target)

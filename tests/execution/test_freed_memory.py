@@ -1,0 +1,77 @@
+"""glibc's policy for freed memory: returned at import (initialization), kept for steps
+and while the profiler times an op.
+
+Each check runs in a fresh interpreter, since mallopt settings last for the process.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Allocates, touches and frees an 8 MiB buffer 20 times; prints the minor page faults of
+# the 20 cycles with the import's setting, then after keep_freed_memory().
+_CYCLES = textwrap.dedent("""
+    import ctypes, ctypes.util, resource, sys
+    from tensoropt import _tf
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    size = 8 << 20
+
+    def cycle():
+        buffer = libc.malloc(size)
+        libc.memset(buffer, 1, size)
+        libc.free(buffer)
+
+    def faults_of_cycles():
+        cycle()   # one to settle
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(20):
+            cycle()
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    _tf._tune_malloc()
+    figures = [faults_of_cycles()]               # at import: returned
+    with _tf.freed_memory_kept():
+        figures.append(faults_of_cycles())       # kept within the block
+    figures.append(faults_of_cycles())           # returned again after it
+    _tf.keep_freed_memory()
+    _tf.keep_freed_memory()                      # idempotent
+    with _tf.freed_memory_kept():
+        pass                                     # must not undo keep_freed_memory
+    figures.append(faults_of_cycles())           # kept for good
+    print(*figures)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_freed_buffers_keep_their_pages_while_memory_is_kept():
+    out = subprocess.run([sys.executable, "-c", _CYCLES], capture_output=True, text=True, check=True)
+    at_import, in_block, after_block, kept = figures = list(map(int, out.stdout.split()))
+    pages = 20 * (8 << 20) // 4096
+    # returned: every 8 MiB buffer is mapped afresh, and its pages fault again each cycle
+    assert min(at_import, after_block) >= 0.9 * pages, figures
+    # kept: the cycles reuse the heap's pages
+    assert max(in_block, kept) <= 0.05 * pages, figures
+
+
+# A job keeps freed memory from the moment its variables are initialized, not before.
+_JOB = textwrap.dedent("""
+    import tensoropt as to
+    from tensoropt import _tf
+    x = to.placeholder(to.float32, [4, 8], name="x")
+    loss = to.reduce_sum(to.matmul(x, to.get_variable("w", [8, 8])))
+    train = to.train.GradientDescentOptimizer(0.1).minimize(loss)
+    plan = to.find_strategy(check_peak=False)
+    before = _tf._kept
+    to.build_execution_graph(plan=plan)
+    print(before, _tf._kept)
+""")
+
+
+def test_a_job_keeps_freed_memory_once_its_variables_are_initialized():
+    out = subprocess.run([sys.executable, "-c", _JOB], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-2:] == ["False", "True"], out.stdout
