@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 
 __all__ = ["freed_memory_kept", "import_tensorflow", "keep_freed_memory", "quiet_environment", "MMAP_THRESHOLD_BYTES",
@@ -37,15 +38,22 @@ _tuned = False
 _kept = False
 
 
-def _mallopt(*settings: tuple[int, int]) -> None:
+@functools.lru_cache(maxsize=None)
+def _libc_mallopt():
+    """glibc's ``mallopt``, looked up once; None where the C library has none."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
-        if libc is not None and hasattr(libc, "mallopt"):
-            for parameter, value in settings:
-                libc.mallopt(parameter, value)
     except OSError:  # not glibc: nothing to tune
-        pass
+        return None
+    return getattr(libc, "mallopt", None)
+
+
+def _mallopt(*settings: tuple[int, int]) -> None:
+    mallopt = _libc_mallopt()
+    if mallopt is not None:
+        for parameter, value in settings:
+            mallopt(parameter, value)
 
 
 def _tune_malloc() -> None:
