@@ -3,7 +3,8 @@
 Run under ``mpirun -np N``. For every partitioning scheme ``(group_size, stride)`` of the N
 ranks (every mesh-axis group of every device mesh, see ``process_sets``) and each
 collective in ``collectives.COLLECTIVES``, it times sizes ``2^i`` bytes from ``min_bytes``
-to ``max_bytes`` with *all* groups of the scheme running at once (so contention between
+to ``max_bytes`` (each rounded up to split evenly among the group: ``split_size``; on 3 ranks
+16 bytes becomes 24) with *all* groups of the scheme running at once (so contention between
 groups is measured, as in training).
 
 A size's time is what one more collective of that size adds to a chain of them inside one
@@ -71,7 +72,7 @@ from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
 
-__all__ = ["Calibrator", "calibrate", "main", "default_sizes", "DEFAULT_LINKS", "BUSY_ROUNDS"]
+__all__ = ["Calibrator", "calibrate", "main", "default_sizes", "split_size", "DEFAULT_LINKS", "BUSY_ROUNDS"]
 
 _FLOAT_BYTES = 4
 #: collectives per timed chain (module doc); 1 would time standalone calls
@@ -96,6 +97,16 @@ def default_sizes(min_bytes: int, max_bytes: int) -> list[int]:
         out.append(2 ** i)
         i += 1
     return out
+
+
+def split_size(collective: str, nbytes: int, group_size: int) -> int:
+    """``nbytes`` rounded up to the nearest size whose float32 elements split evenly for
+    ``collective`` in groups of ``group_size``: a multiple of 4 bytes for an allreduce, of
+    4 x ``group_size`` for the others (each rank's piece is whole). Powers of two from
+    4 x ``group_size`` up are kept as they are when ``group_size`` is a power of two; on 3
+    or 6 ranks, 16 bytes becomes 24 for groups of 3 and 48 for groups of 6."""
+    unit = _FLOAT_BYTES if collective == "allreduce" else _FLOAT_BYTES * group_size
+    return -(-max(int(nbytes), 1) // unit) * unit
 
 
 def _collective(hvd, collective: str, x, process_set, name: str):
@@ -367,8 +378,10 @@ class Calibrator:
 
     def tasks(self, sizes: Sequence[int], collectives: Sequence[str] = COLLECTIVES
               ) -> list[tuple[str, int, int, int]]:
-        """Every (collective, group_size, stride, nbytes) of this world's schemes."""
-        return [(c, g, s, b) for g, s in partition_schemes(self.size) for c in collectives for b in sizes]
+        """Every (collective, group_size, stride, nbytes) of this world's schemes, each size
+        rounded up (:func:`split_size`) so that it splits evenly among the group."""
+        return list(dict.fromkeys((c, g, s, split_size(c, b, g)) for g, s in partition_schemes(self.size)
+                                  for c in collectives for b in sizes))
 
     def calibrate(self, out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_bytes: int = 2**24,
                   repeats: int = 10, min_bytes: int | None = None, inner: int = 1,

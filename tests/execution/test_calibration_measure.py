@@ -129,3 +129,31 @@ def test_busy_rounds_keep_each_size_s_median_work_from_horovod_s_timeline(monkey
     monkeypatch.setenv("HOROVOD_TIMELINE", "/elsewhere.json")    # the user's own timeline: none
     cal.measure(tasks, repeats=1, links=4, busy_rounds=2)
     assert cal.last_busy == {}
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4, 6])
+def test_every_task_size_splits_evenly_among_its_group(ranks):
+    # on 3 ranks the powers of two from 12 bytes (16, 32, ...) split into no whole float32
+    # pieces for an allgather in groups of 3; each size is rounded up instead, and checked
+    # by the same rule that would stop the calibration (Calibrator._elems)
+    from tensoropt.execution.calibration_job import default_sizes
+
+    cal = object.__new__(Calibrator)
+    cal.size = ranks
+    tasks = cal.tasks(default_sizes(4 * ranks, 2**12))
+    assert tasks, "no task"
+    for c, g, _, nbytes in tasks:
+        Calibrator._elems(c, nbytes, g)   # raises ValueError when the size does not split
+    assert len(tasks) == len(set(tasks))
+    if ranks in (2, 4):                   # powers of two are kept as they are
+        assert {b for *_, b in tasks} == {2**i for i in range(3 if ranks == 2 else 4, 13)}
+
+
+def test_split_size_rounds_up_to_whole_float32_pieces():
+    from tensoropt.execution.calibration_job import split_size
+
+    assert split_size("allreduce", 16, 3) == 16
+    assert split_size("allgather", 16, 3) == 24
+    assert split_size("reducescatter", 2**24, 3) == 2**24 + 8
+    assert split_size("alltoall", 64, 6) == 72
+    assert split_size("allgather", 64, 4) == 64

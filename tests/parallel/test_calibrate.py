@@ -76,3 +76,27 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
     assert ratio > 2, (f"a 16 MiB allreduce took only {ratio:.2f}x the time of a 16 B one: the collectives "
                        "were not really run (constant folding?)")
     assert np.median(report.errors) <= SANITY_BOUND, text
+
+
+def test_three_ranks_calibrate_and_the_profile_prices_any_size(tmp_path, mpirun):
+    # 3 ranks: no power of two from 12 bytes splits into float32 pieces among a group of 3;
+    # `tensoropt calibrate` used to stop at its first allgather ("16 bytes cannot be split")
+    from tensoropt.cluster.calibration import CalibrationProfile
+    from tensoropt.costs.collective_times import ProfiledCollectives
+
+    _skip_without_mpi()
+    out = tmp_path / "cal3.json"
+    proc = mpirun(3, "-m", "tensoropt", "calibrate", "--out", str(out), "--max-bytes", "4096",
+                  "--repeats", "2", timeout=240)
+    assert "calibrate: 3 rank(s)" in proc.stdout
+    profile = CalibrationProfile.load(out)
+    assert profile.world_size == 3
+    collectives = ProfiledCollectives(profile)
+    for c in COLLECTIVES:
+        assert collectives.schemes(c) == [(3, 1)], f"{c}: {collectives.schemes(c)}"
+        sizes = sorted(m["bytes"] for m in profile.measurements if m["collective"] == c)
+        unit = 4 if c == "allreduce" else 12
+        assert sizes and all(b % unit == 0 for b in sizes), f"{c}: {sizes}"
+        assert sizes[-1] >= 4096
+        # a size between two measured ones, and one no measured size divides
+        assert 0 < collectives.time_s(c, 1000, 3, 1) < collectives.time_s(c, 10 * 4096, 3, 1)
