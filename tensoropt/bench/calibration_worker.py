@@ -41,11 +41,13 @@ def main() -> None:
                             links=DEFAULT_LINKS)
         samples = cal.last_samples
     elif mode == "interleaved":
-        results = cal.measure(cal.tasks(sizes) + cal.tasks(fresh_sizes), repeats=repeats, inner=inner,
+        # (tasks round sizes up to split among a group: tell the two sets apart by task)
+        profiled, held_out = cal.tasks(sizes), cal.tasks(fresh_sizes)
+        results = cal.measure(profiled + held_out, repeats=repeats, inner=inner,
                               statistic=statistic, links=DEFAULT_LINKS, busy_rounds=BUSY_ROUNDS)
-        fresh = {t: v for t, v in results.items() if t[3] in fresh_sizes}
+        fresh = {t: results[t] for t in held_out}
         samples = cal.last_samples
-        profile = cal.build_profile({t: v for t, v in results.items() if t[3] in sizes}, repeats=repeats,
+        profile = cal.build_profile({t: results[t] for t in profiled}, repeats=repeats,
                                     inner=inner, statistic=statistic, busy=cal.last_busy)
         if cal.rank == 0:
             profile.save(os.path.join(out_dir, "profile.json"))
