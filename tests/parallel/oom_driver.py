@@ -2,11 +2,14 @@
 rules out the frontier's fastest plans; the chosen plan is trained and its measured peak
 memory per rank (``execution.step_profile``) compared with the limit.
 
-Usage: oom_driver.py OUT.json [model ...]. Rank 0 writes, per model, the limit, the plan's
-additive estimate, and every rank's measured peak.
+Usage: oom_driver.py OUT.json [tiny|small] [model ...]. Rank 0 writes, per model, the
+limit, the plan's additive estimate, and every rank's measured peak. With
+``TENSOROPT_OOM_COST_MODEL=profiled`` the search and its checked peak use the profiled
+cost model (measured op times and workspaces; needs a calibration profile).
 """
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -16,6 +19,7 @@ from tensoropt import models
 from tensoropt.simulator import simulate_plan
 
 SIZE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] in ("tiny", "small") else "tiny"
+COST_MODEL = os.environ.get("TENSOROPT_OOM_COST_MODEL", "analytical")
 
 
 def main(out_path, names):
@@ -26,11 +30,12 @@ def main(out_path, names):
         to.reset_default_graph()
         spec = models.build(name, size=SIZE)
         graph = to.get_default_graph()
-        frontier = to.search_strategy(option="mini_time").frontier
+        frontier = to.search_strategy(option="mini_time", cost_model=COST_MODEL).frontier
         # the checked peak of the plan a third along the frontier: the faster plans need more
         third = frontier[len(frontier) // 3]
-        limit = max(third.memory_bytes, simulate_plan(graph, third, to.runtime.local_cluster()).peak_memory_bytes)
-        plan = to.find_strategy(option="mini_time", memory_limit=limit)
+        limit = max(third.memory_bytes, simulate_plan(graph, third, to.runtime.local_cluster(),
+                                                      COST_MODEL).peak_memory_bytes)
+        plan = to.find_strategy(option="mini_time", memory_limit=limit, cost_model=COST_MODEL)
         to.build_execution_graph(plan=plan)
         feed = spec.feed(np.random.default_rng(0))
         for _ in range(2):
