@@ -26,7 +26,9 @@ def test_bench_graph_rows(tmp_path, capsys):
     assert bench.main(["--graph", f"hard:shortcut:13:4,{path}", "--epsilon", "0.1",
                        "--timeout", "900", "--steps"]) == 0
     out = capsys.readouterr().out
-    assert sum(ln.startswith("#   seconds by kind: node ") for ln in out.splitlines()) == 2
+    # one line per graph; kinds come slowest first, so which leads depends on the machine
+    kinds = [ln for ln in out.splitlines() if ln.startswith("#   seconds by kind: ")]
+    assert len(kinds) == 2 and all("node " in ln for ln in kinds), kinds
     assert any(ln.startswith("#") and " s  node      nodes [" in ln for ln in out.splitlines())
     rows = [ln.split() for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
     assert rows[0][:3] == ["graph", "nodes", "edges"] and len(rows) == 3
