@@ -31,6 +31,7 @@ the estimated order of time on the frontier plans.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 import numpy as np
@@ -44,7 +45,7 @@ from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
 from tensoropt.search.strategy import make_cost_model
 from tensoropt.simulator import kendall_tau_b, simulate_plan
 
-__all__ = ["main", "spread_plans"]
+__all__ = ["main", "spread_plans", "summary_lines"]
 
 _FIGURES = ("time", "network", "memory")
 
@@ -147,11 +148,20 @@ def main(argv=None) -> int:
     if world.rank == 0:
         print(f"\n(measured - estimated) / measured, {args.plans} sampled + {args.frontier} frontier plans per "
               f"model, {label}, {args.cost_model} costs, {args.size} models; mean |error| (signed mean):")
-        print(f"{'model':<12}{'source':<11}{'time':>18}{'network':>18}{'peak memory':>18}{'tau (frontier)':>16}")
-        for name, summary in results:
-            for source in ("additive", "simulated"):
-                absolute, signed = summary[source]
-                cells = "".join(f"{f'{a:.1%} ({s:+.1%})':>18}" for a, s in zip(absolute, signed))
-                print(f"{name:<12}{source:<11}{cells}{summary['tau'][source]:>16.2f}")
-        print("targets: time <= 10%, memory <= 5%, tau >= 0.8")
+        print("\n".join(summary_lines(results)))
     return 0
+
+
+def summary_lines(results) -> list[str]:
+    """The bench's closing table: per ``(model, summary)`` of ``results`` (``_summary``),
+    the additive and simulated errors and tau, then the targets."""
+    lines = [f"{'model':<12}{'source':<11}{'time':>18}{'network':>18}{'peak memory':>18}{'tau (frontier)':>16}"]
+    for name, summary in results:
+        for source in ("additive", "simulated"):
+            absolute, signed = summary[source]
+            cells = "".join(f"{f'{a:.1%} ({s:+.1%})':>18}" for a, s in zip(absolute, signed))
+            tau = summary["tau"][source]
+            lines.append(f"{name:<12}{source:<11}{cells}{'n/a' if math.isnan(tau) else f'{tau:.2f}':>16}")
+    lines.append("targets: time <= 10%, memory <= 5%, tau >= 0.8 (n/a: fewer than two frontier plans, "
+                 "or all their times tie)")
+    return lines
