@@ -320,3 +320,63 @@ def test_a_backbone_triangle_node_does_not_go_when_it_leaves_more_cells(monkeypa
         first = next(s for s in res.stats.slowest_steps if s[1] == "node")
         assert res.stats.node_eliminations == 1 and first[2][0] == mean
         np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
+
+
+def _diamond_graph(seed: int) -> CostGraph:
+    """The PaSE Transformer's decoder layer norm, late in the search: the residual add
+    (the backbone's first node) carries the layer's rich frontier (here folded in from
+    two leaves whose configurations trade memory for time: 8 points a configuration)
+    and feeds mean and subtract
+    (joined), which both feed multiply_1, a free node with a thinner frontier of its own
+    (one such leaf: 4 points) but a four-alternative edge from subtract. Both tips leave
+    a mean x subtract table; the add spreads 8 + 2 points a configuration over it, the
+    multiply 4 + 1 + 4, while the estimates (products, not sums) are 3 * 9 * 8 and
+    3 * 9 * 16."""
+    rng = np.random.default_rng(seed)
+    g = CostGraph()
+
+    def node(name, kk):
+        return g.add_node(name, rng.random((kk, 2)) * 0.01)
+
+    def trade(name, kk):            # every configuration on the frontier
+        i = np.arange(kk, dtype=float)
+        return g.add_node(name, np.stack([i + rng.random(kk) * 0.1,
+                                          1.0 / (i + 1) + rng.random(kk) * 0.01], axis=1))
+
+    def edge(u, v, alts=1):
+        costs = rng.random((g.num_configs(u), g.num_configs(v), alts, 2)) * 0.01
+        if alts > 1:                # alternatives that trade memory for time, too
+            costs[..., 0] += np.arange(alts)
+            costs[..., 1] += 1.0 / (np.arange(alts) + 1)
+        g.add_edge(u, v, costs)
+
+    add, mean, sub, mul = node("add", 3), node("mean", 4), node("sub", 3), node("mul", 3)
+    for u, v, alts in ((add, mean, 1), (add, sub, 1), (mean, sub, 1), (mean, mul, 1),
+                       (sub, mul, 4)):
+        edge(u, v, alts)
+    for i, kk in enumerate((5, 4)):
+        edge(add, trade(f"leaf{i}", kk))
+    edge(mul, trade("mul_leaf", 4))
+    return g
+
+
+def test_a_backbone_triangle_node_that_spreads_more_points_stays(monkeypatch):
+    """When both tips of the diamond leave as many cells, the one that spreads fewer
+    points a configuration goes (``_triangles.spread``): here the free multiply, though
+    the estimates (a product of the parts' points, not a sum) favour the add. Ranking
+    by the estimates instead (``spread`` made equal) eliminates the add and makes more
+    candidates. Exact either way: brute force's frontier."""
+    more = 0
+    for seed in range(4):
+        g = _diamond_graph(seed)
+        ref = brute_force(g)
+        res = track(g, method="ldp")
+        assert res.stats.heuristic_eliminations == 0 and res.stats.backbone_triangles == 0
+        np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
+        monkeypatch.setattr(_triangles, "spread", lambda work, v: 0.0)
+        by_estimate = track(g, method="ldp")
+        monkeypatch.undo()
+        assert by_estimate.stats.backbone_triangles == 1
+        np.testing.assert_allclose(by_estimate.points, ref, rtol=1e-9, atol=1e-12)
+        more += by_estimate.stats.candidates > res.stats.candidates
+    assert more == 4
