@@ -6,8 +6,9 @@ in InceptionV3 the conv node that starts the last batch norm's backbone has 95
 configurations, the free node carrying the network's tail 9 but with ~140 points each,
 and eliminating the latter spreads them over 225 x 117 cells. Such a backbone node goes
 instead of the free series node that would go next when the edge it leaves has fewer
-cells (K_h * K_j), or as many and it spreads fewer points over them (``spread``), or as
-many again and its product is estimated smaller, and the rest of its component is
+cells (K_h * K_j), or as many and it spreads clearly fewer points over them
+(``spread``, ``SPREAD_RATIO``), or else its product is estimated smaller, and the rest
+of its component is
 reduced by exact eliminations alone, so that no heuristic choice can depend on it
 (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the candidates from above and
 can be far off (ResNet101's last batch norm: the mean, 2G estimated, made 5.5M
@@ -21,7 +22,11 @@ frontier, 134 points a configuration at 16 devices) and ``multiply_1`` (free, 55
 pick the ``add``; both products make about 2.5e7 candidates, but the ``add``'s leaves
 3.5M points where the multiply's leaves 2.6M, and the diamond takes 7.0 CPU seconds
 instead of 5.3: the rich frontier is better folded in at the end, over K cells, than
-spread over K_h * K_j.
+spread over K_h * K_j. At 32 devices the smaller tables also let ``_memo`` keep a whole
+layer norm's results, and decoders 1 to 3 reuse them. The spread counts sums, not the
+Pareto pruning of them, so it decides only when the tips differ by ``SPREAD_RATIO``
+(2.0 there; in ResNet101's and InceptionV3's ties 1.1 to 1.2, where either order
+costs the same and the estimate decides, as it did before the spread).
 
 Usage::
 
@@ -36,15 +41,19 @@ from typing import Iterable
 from frontier._eliminate import Work
 from frontier._series import Waits, out_cells
 
-__all__ = ["backbone_triangle", "spread", "BACKBONE_TRIANGLES"]
+__all__ = ["backbone_triangle", "spread", "BACKBONE_TRIANGLES", "SPREAD_RATIO"]
 
 #: Whether a backbone node with two neighbours that are joined by an edge (a triangle,
 #: so no path through it is left for LDP there) may be eliminated like a free one: it
-#: is, instead of the free series node that would go next, when it leaves fewer cells,
-#: spreads fewer points or its product is estimated smaller (in that order), and its
+#: is, instead of the free series node that would go next, when it is cheaper by
+#: ``_cheaper`` (cells, then a clear difference in spread, then the estimate) and its
 #: component needs no heuristic elimination nor backbone (``_reducible_without``).
 #: Tests turn it off to compare.
 BACKBONE_TRIANGLES = True
+
+#: On a tie in cells, the spreads (``spread``) of the two candidates decide only when
+#: the larger is at least this many times the smaller; closer, the estimates do.
+SPREAD_RATIO = 1.5
 
 
 def spread(work: Work, v: int) -> float:
@@ -60,8 +69,8 @@ def spread(work: Work, v: int) -> float:
 
 def backbone_triangle(waits: Waits, v: int, marked_two: Iterable[int]) -> int:
     """v, or a backbone node in a triangle that leaves fewer cells, or as many and
-    spreads fewer points over them (``spread``), or as many again and whose product is
-    estimated smaller (``waits.estimate``; see ``BACKBONE_TRIANGLES``)."""
+    spreads clearly fewer points over them (``spread``, ``SPREAD_RATIO``), or else whose
+    product is estimated smaller (``waits.estimate``; see ``BACKBONE_TRIANGLES``)."""
     if not BACKBONE_TRIANGLES:
         return v
     work = waits.work
@@ -70,11 +79,23 @@ def backbone_triangle(waits: Waits, v: int, marked_two: Iterable[int]) -> int:
     for m in marked_two:
         h, j = adj[m]
         cost = (out_cells(work, m), spread(work, m), waits.estimate(m))
-        if j in adj[h] and cost < least and _reducible_without(work, m):
+        if j in adj[h] and _cheaper(cost, least) and _reducible_without(work, m):
             best, least = m, cost
     if best != v:
         work.tally.backbone_triangles += 1
     return best
+
+
+def _cheaper(a: tuple[int, float, float], b: tuple[int, float, float]) -> bool:
+    """Whether the node with (cells, spread, estimate) ``a`` goes before the one with
+    ``b``: fewer cells; on a tie, a spread ``SPREAD_RATIO`` times smaller; else a
+    smaller estimate."""
+    if a[0] != b[0]:
+        return a[0] < b[0]
+    lo, hi = min(a[1], b[1]), max(a[1], b[1])
+    if hi > lo and hi >= SPREAD_RATIO * lo:
+        return a[1] < b[1]
+    return a[2] < b[2]
 
 
 def _reducible_without(work: Work, m: int, limit: int = 64) -> bool:
