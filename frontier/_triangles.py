@@ -8,9 +8,8 @@ and eliminating the latter spreads them over 225 x 117 cells. Such a backbone no
 instead of the free series node that would go next when the edge it leaves has fewer
 cells (K_h * K_j), or as many and it spreads clearly fewer points over them
 (``spread``, ``SPREAD_RATIO``), or else its product is estimated smaller, and the rest
-of its component is
-reduced by exact eliminations alone, so that no heuristic choice can depend on it
-(``BACKBONE_TRIANGLES``). Cells first: the estimates bound the candidates from above and
+of its component is reduced by exact eliminations alone, so that no heuristic choice
+can depend on it (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the candidates from above and
 can be far off (ResNet101's last batch norm: the mean, 2G estimated, made 5.5M
 candidates; the conv, 15.6M estimated and made, left a 541 x 279 edge whose merge with a
 9M-point one made 27.6M points).
@@ -25,8 +24,8 @@ instead of 5.3: the rich frontier is better folded in at the end, over K cells, 
 spread over K_h * K_j. At 32 devices the smaller tables also let ``_memo`` keep a whole
 layer norm's results, and decoders 1 to 3 reuse them. The spread counts sums, not the
 Pareto pruning of them, so it decides only when the tips differ by ``SPREAD_RATIO``
-(2.0 there; in ResNet101's and InceptionV3's ties 1.1 to 1.2, where either order
-costs the same and the estimate decides, as it did before the spread).
+(2.0 there, 2.5 to 3 at 32 devices; in ResNet101's and InceptionV3's ties 1.1 to 1.2,
+where either order costs the same and the estimate decides, as it did before).
 
 Usage::
 
