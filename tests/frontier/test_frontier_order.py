@@ -320,3 +320,76 @@ def test_a_backbone_triangle_node_does_not_go_when_it_leaves_more_cells(monkeypa
         first = next(s for s in res.stats.slowest_steps if s[1] == "node")
         assert res.stats.node_eliminations == 1 and first[2][0] == mean
         np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
+
+
+def _diamond_graph(seed: int) -> CostGraph:
+    """The PaSE Transformer's decoder layer norm, late in the search: the residual add
+    (the backbone's first node) carries the layer's rich frontier (folded in from two
+    leaves, a coarse and a fine trade of memory for time: 20 points a configuration)
+    and feeds mean and subtract (joined), which both feed multiply_1, a free node with
+    a thinner frontier of its own (one leaf: 5 points) but a five-alternative edge from
+    subtract. Both tips leave a mean x subtract table; the add spreads 20 + 1 + 1 points
+    a configuration over it, the multiply 5 + 1 + 5, while the estimates (products, not
+    sums) are 2 * (3 * 20 * 2) and 2 * (3 * 5 * 10)."""
+    rng = np.random.default_rng(seed)
+    g = CostGraph()
+
+    def node(name, kk):
+        return g.add_node(name, rng.random((kk, 2)) * 0.01)
+
+    def trade(name, kk, step):      # every configuration on the frontier
+        i = np.arange(kk, dtype=float)
+        return g.add_node(name, np.stack([step * i, (step + 1) * (kk - 1 - i)], axis=1)
+                          + rng.random((kk, 2)) * 0.01)
+
+    def edge(u, v, alts=1):
+        costs = rng.random((g.num_configs(u), g.num_configs(v), alts, 2)) * 0.01
+        if alts > 1:                # alternatives that trade memory for time, too
+            costs[..., 0] += np.arange(alts)
+            costs[..., 1] += alts - 1 - np.arange(alts)
+        g.add_edge(u, v, costs)
+
+    add, mean, sub, mul = node("add", 2), node("mean", 3), node("sub", 2), node("mul", 2)
+    for u, v, alts in ((add, mean, 1), (add, sub, 1), (mean, sub, 1), (mean, mul, 1),
+                       (sub, mul, 5)):
+        edge(u, v, alts)
+    edge(add, trade("coarse", 4, 10.0))
+    edge(add, trade("fine", 5, 1.0))
+    edge(mul, trade("mul_leaf", 5, 1.0))
+    return g
+
+
+def test_a_backbone_triangle_node_that_spreads_more_points_stays(monkeypatch):
+    """When both tips of the diamond leave as many cells, the one that spreads fewer
+    points a configuration (``_triangles.spread``; here half as many) goes: the free
+    multiply, though
+    the estimates (a product of the parts' points, not a sum) favour the add. Ranking
+    by the estimates instead (``spread`` made equal) eliminates the add and makes more
+    candidates. Exact either way: brute force's frontier."""
+    more = 0
+    for seed in range(4):
+        g = _diamond_graph(seed)
+        ref = brute_force(g)
+        res = track(g, method="ldp")
+        assert res.stats.heuristic_eliminations == 0 and res.stats.backbone_triangles == 0
+        np.testing.assert_allclose(res.points, ref, rtol=1e-9, atol=1e-12)
+        monkeypatch.setattr(_triangles, "spread", lambda work, v: 0.0)
+        by_estimate = track(g, method="ldp")
+        monkeypatch.undo()
+        assert by_estimate.stats.backbone_triangles == 1
+        np.testing.assert_allclose(by_estimate.points, ref, rtol=1e-9, atol=1e-12)
+        more += by_estimate.stats.candidates > res.stats.candidates
+    assert more == 4
+
+
+def test_close_spreads_leave_the_choice_to_the_estimate():
+    """``_triangles._cheaper``: fewer cells first; on a tie, the spread only when one is
+    ``SPREAD_RATIO`` times the other (the diamond above: 11 against 22); closer (ResNet101's
+    conv3 against its batch norm's multiply: 13.9 against 15.6), the estimate."""
+    cheaper = _triangles._cheaper
+    assert cheaper((6, 11.0, 300.0), (6, 22.0, 240.0))
+    assert not cheaper((6, 22.0, 240.0), (6, 11.0, 300.0))
+    assert not cheaper((5529, 13.9, 1.46e7), (5529, 15.6, 1.28e7))
+    assert cheaper((5529, 15.6, 1.28e7), (5529, 13.9, 1.46e7))
+    assert cheaper((12, 99.0, 9e9), (16, 1.0, 1.0))          # cells first
+    assert not cheaper((6, 0.0, 5.0), (6, 0.0, 5.0))         # a tie keeps the first
