@@ -10,13 +10,15 @@ import textwrap
 
 import pytest
 
-# Allocates, touches and frees an 8 MiB buffer 20 times; prints the minor page faults of
-# the 20 cycles with the import's setting, then after keep_freed_memory().
-_CYCLES = textwrap.dedent("""
-    import ctypes, ctypes.util, resource, sys
+# What both scripts share: cycle() allocates, touches and frees an 8 MiB buffer;
+# faults_of_cycles(who) gives the minor page faults of 20 cycles (after one to settle),
+# of the process or (resource.RUSAGE_THREAD) of the calling thread.
+_BUFFER_CYCLES = textwrap.dedent("""
+    import ctypes, ctypes.util, resource
     from tensoropt import _tf
     libc = ctypes.CDLL(ctypes.util.find_library("c"))
     libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
     libc.free.argtypes = [ctypes.c_void_p]
     libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
     size = 8 << 20
@@ -26,13 +28,17 @@ _CYCLES = textwrap.dedent("""
         libc.memset(buffer, 1, size)
         libc.free(buffer)
 
-    def faults_of_cycles():
+    def faults_of_cycles(who=resource.RUSAGE_SELF):
         cycle()   # one to settle
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        before = resource.getrusage(who).ru_minflt
         for _ in range(20):
             cycle()
-        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        return resource.getrusage(who).ru_minflt - before
+""")
 
+# Prints the page faults of 20 cycles with the import's setting, inside and after a
+# freed_memory_kept block, then after keep_freed_memory().
+_CYCLES = _BUFFER_CYCLES + textwrap.dedent("""
     _tf._tune_malloc()
     figures = [faults_of_cycles()]               # at import: returned
     with _tf.freed_memory_kept():
@@ -62,39 +68,22 @@ def test_freed_buffers_keep_their_pages_while_memory_is_kept():
 # which glibc unmaps when the buffer is freed unless M_TOP_PAD keeps it (TensorFlow's
 # threads allocate a step's buffers in such arenas). Prints the 20 cycles' page faults
 # with freed memory returned, in a freed_memory_kept block, and after keep_freed_memory.
-_ARENA_CYCLES = textwrap.dedent("""
-    import ctypes, ctypes.util, resource, threading
-    from tensoropt import _tf
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-    size = 8 << 20
+_ARENA_CYCLES = _BUFFER_CYCLES + textwrap.dedent("""
+    import contextlib, threading
     figures = []
-
-    def cycle():
-        buffer = libc.malloc(size)
-        libc.memset(buffer, 1, size)
-        libc.free(buffer)
 
     def in_full_arena(when):
         held = [libc.malloc(1 << 20) for _ in range(60)]   # fill the arena's first heap
         for b in held:
             libc.memset(b, 1, 1 << 20)
         with when():
-            cycle()   # one to settle
-            before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
-            for _ in range(20):
-                cycle()
-            figures.append(resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before)
+            figures.append(faults_of_cycles(resource.RUSAGE_THREAD))
 
     def run(when):
         thread = threading.Thread(target=in_full_arena, args=(when,))
         thread.start()
         thread.join()
 
-    import contextlib
     _tf._tune_malloc()
     run(contextlib.nullcontext)
     run(_tf.freed_memory_kept)
