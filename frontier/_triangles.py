@@ -9,10 +9,10 @@ instead of the free series node that would go next when the edge it leaves has f
 cells (K_h * K_j), or as many and it spreads clearly fewer points over them
 (``spread``, ``SPREAD_RATIO``), or else its product is estimated smaller, and the rest
 of its component is reduced by exact eliminations alone, so that no heuristic choice
-can depend on it (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the candidates from above and
-can be far off (ResNet101's last batch norm: the mean, 2G estimated, made 5.5M
-candidates; the conv, 15.6M estimated and made, left a 541 x 279 edge whose merge with a
-9M-point one made 27.6M points).
+can depend on it (``BACKBONE_TRIANGLES``). Cells first: the estimates bound the
+candidates from above and can be far off (ResNet101's last batch norm: the mean, 2G
+estimated, made 5.5M candidates; the conv, 15.6M estimated and made, left a 541 x 279
+edge whose merge with a 9M-point one made 27.6M points).
 
 Then the spread, not the estimate: in the PaSE Transformer a decoder layer norm leaves
 a diamond whose two tips are the residual ``add`` (backbone, carrying the layer's

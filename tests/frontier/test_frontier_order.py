@@ -362,8 +362,8 @@ def _diamond_graph(seed: int) -> CostGraph:
 def test_a_backbone_triangle_node_that_spreads_more_points_stays(monkeypatch):
     """When both tips of the diamond leave as many cells, the one that spreads fewer
     points a configuration (``_triangles.spread``; here half as many) goes: the free
-    multiply, though
-    the estimates (a product of the parts' points, not a sum) favour the add. Ranking
+    multiply, though the estimates (a product of the parts' points, not a sum) favour
+    the add. Ranking
     by the estimates instead (``spread`` made equal) eliminates the add and makes more
     candidates. Exact either way: brute force's frontier."""
     more = 0
