@@ -37,7 +37,7 @@ from pathlib import Path
 from tensoropt.cluster.calibration import CalibrationProfile
 from tensoropt.cluster.devices import Cluster, Link
 
-__all__ = ["PRESETS", "get_cluster", "local_cluster", "profile_path", "preset_names", "DEFAULT_PROFILE_PATH",
+__all__ = ["PRESETS", "get_cluster", "local_cluster", "is_local", "LOCAL_CLUSTER_NAMES", "profile_path", "preset_names", "DEFAULT_PROFILE_PATH",
            "PROFILE_ENV", "physical_memory_bytes", "NOMINAL_CPU_PEAK_FLOPS", "NOMINAL_CPU_LINK"]
 
 DEFAULT_PROFILE_PATH = os.path.join("profiles", "local.json")
@@ -53,6 +53,16 @@ PRESETS: dict[str, Cluster] = {
     "paper-4xrdma": Cluster("paper-4xrdma", 2, 8, intra=_NVLINK, inter=_EDR_RDMA.scaled(4.0), **_V100),
     "paper-pcie": Cluster("paper-pcie", 1, 8, intra=_NVLINK.scaled(1 / 20), inter=_EDR_RDMA, **_V100),
 }
+
+
+#: the names ``local_cluster`` gives (before any ``@N`` of ``Cluster.scaled``)
+LOCAL_CLUSTER_NAMES = ("local", "local-uncalibrated")
+
+
+def is_local(cluster: Cluster) -> bool:
+    """Whether ``cluster`` is this machine's (``local_cluster``): CPU ranks running this
+    TensorFlow build, whose kernels' workspaces ``costs.cpu_workspaces`` knows."""
+    return cluster.name.split("@")[0] in LOCAL_CLUSTER_NAMES
 
 
 def preset_names() -> list[str]:

@@ -37,10 +37,12 @@ from typing import Callable, Sequence
 
 from tensoropt.cluster import Cluster, get_cluster, profile_path
 from tensoropt.cluster.calibration import profile_overheads
+from tensoropt.cluster.presets import is_local
 from tensoropt.cluster.threads import rank_threads
 from tensoropt.costs.collective_times import AnalyticalCollectives, ProfiledCollectives
 from tensoropt.costs.model import CostModel
-from tensoropt.costs.profiler import ComputeProfiler
+from tensoropt.costs.cpu_workspaces import CpuKernelWorkspaces
+from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler
 from tensoropt.plan import Plan
 from tensoropt.search.approximation import approximation_line
 from tensoropt.search.driver import FrontierPlans, SearchOptions, SearchResult, search_frontier
@@ -124,7 +126,11 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
     """
     cluster = get_cluster(cluster, devices=num_devices)
     if cost_model == "analytical":
-        return CostModel(graph, num_devices, AnalyticalCollectives(cluster), cluster.peak_flops)
+        # on this machine's CPUs, the workspaces TensorFlow's kernels are known to take
+        workspaces = CpuKernelWorkspaces(rank_threads(cluster.devices_per_machine)) \
+            if is_local(cluster) else None
+        return CostModel(graph, num_devices, AnalyticalCollectives(cluster), cluster.peak_flops,
+                         compute=AnalyticalCompute(cluster.peak_flops, workspaces))
     if cost_model == "profiled":
         path = profile_path()
         if not path.exists():

@@ -16,6 +16,8 @@ from tensoropt.costs.collective_times import AnalyticalCollectives
 from tensoropt.costs.model import CostModel
 from tensoropt.costs.profiler import AnalyticalCompute, ComputeProfiler, local_shard
 from tensoropt.cluster.presets import get_cluster
+from tensoropt.cluster.threads import available_cpus
+from tensoropt.costs.cpu_workspaces import conv2d_backprop_input_buffer_bytes
 from tensoropt.search.driver import search_frontier
 from tensoropt.simulator import simulate_plan
 
@@ -83,6 +85,11 @@ def test_a_convolution_backward_workspace_is_measured_and_cached(tmp_path):
     # one output (8*16*16*16*4 = 128 KiB) in scratch, freed before the node ends
     out_bytes = 8 * 16 * 16 * 16 * 4
     assert backward > out_bytes
+    # ... as ``costs.cpu_workspaces`` prices it: 333 images' im2col on this test's threads
+    # (the profiler's default: every CPU), within what the pass hands on
+    threads = fast_profiler().threads or available_cpus()
+    formula = conv2d_backprop_input_buffer_bytes(8, 16 * 16, 3 * 3 * 8, 16, 4, threads)
+    assert abs(backward - formula) <= 1e-3 * formula, (backward, formula)
     assert forward >= 0
     assert measured["measurements"] == 1 and measured["measurements_again"] == 1
     op, config = conv_op(), Config((1,), (None,))

@@ -35,16 +35,20 @@ class AnalyticalCompute:
 
     Args:
         peak_flops: the device's peak floating-point operations per second (> 0).
+        workspaces: what answers ``workspace_bytes(op, config)`` (e.g.
+            ``costs.cpu_workspaces.CpuKernelWorkspaces`` for a CPU job); None: the
+            roofline knows no workspace.
 
     Raises:
         ValueError: if ``peak_flops`` is not positive.
     """
 
-    def __init__(self, peak_flops: float):
+    def __init__(self, peak_flops: float, workspaces=None):
         if not peak_flops > 0:
             raise ValueError(f"peak_flops={peak_flops}: give the device's FLOP/s (> 0), "
                              "e.g. 15.7e12 for a V100")
         self.peak_flops = float(peak_flops)
+        self.workspaces = workspaces
 
     def compute_s(self, op, config: Config) -> float:
         """``op.space.flops / config.split_factor() / peak_flops`` (0 for sources)."""
@@ -52,5 +56,12 @@ class AnalyticalCompute:
             return 0.0
         return op.space.flops / config.split_factor() / self.peak_flops
 
+    def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
+        """``(forward, backward)`` transient bytes: the ``workspaces``' figures, else 0."""
+        if self.workspaces is None or op.kind in SOURCE_KINDS:
+            return 0, 0
+        return self.workspaces.workspace_bytes(op, config)
+
     def __repr__(self) -> str:
-        return f"AnalyticalCompute(peak_flops={self.peak_flops!r})"
+        extra = f", workspaces={self.workspaces!r}" if self.workspaces is not None else ""
+        return f"AnalyticalCompute(peak_flops={self.peak_flops!r}{extra})"
