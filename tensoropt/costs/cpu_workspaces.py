@@ -18,8 +18,9 @@ profiler's measurements on TensorFlow 2.21 with oneDNN off (as ``tensoropt._tf``
   while it is.
 - **lstm backward.** The fused ``lstm`` op runs as one matmul per time step; the
   gradients of its kernel and bias are one partial per step, summed by an ``AddN`` when
-  the last step's backward is done, so ``seq`` partials of the local kernel and bias are
-  live at once.
+  the last step's backward is done, which writes the sum into one of them: beyond the
+  gradient the op hands on, ``seq - 1`` partials of the local kernel and bias are live
+  at once.
 
 Usage::
 
@@ -88,7 +89,7 @@ class CpuKernelWorkspaces:
         seq = x.shape[1]
         per_step = (input_layout(op, config, 1).local_bytes(kernel.shape, kernel.dtype.itemsize)
                     + input_layout(op, config, 2).local_bytes(bias.shape, bias.dtype.itemsize))
-        return seq * per_step
+        return (seq - 1) * per_step
 
     def __repr__(self) -> str:
         return f"CpuKernelWorkspaces(threads={self.threads})"
