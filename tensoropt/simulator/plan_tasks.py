@@ -308,8 +308,7 @@ class PlanContext(RebuildTasks):
                        [f"{c}/fchain_out{s}" if k == last else f"{self.ops[k + 1].name}/bchain_out{s}"])
             self._join(f, f"{c}/bchain_out", r,
                        [f"{c}/in{n - 1}/Q{s}" if n else f"{c}/rebuild_out{s}"])
-            grads_in = [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}/grad{s}"
-                        for outs in self.out_edges[k].values() for e in outs if self.edge_grad(e)]
+            grads_in = self.output_gradients(k, r)
             bwd = None
             if self.has_bwd[k]:
                 bwd = self._compute(f, f"{c}/bwd", k, r, bwd_ps, "backward", config)
@@ -367,6 +366,13 @@ class PlanContext(RebuildTasks):
                          input_layout(op, config, i).local_bytes(t.shape, t.dtype.itemsize),
                          "parameter gradient" if t.op.kind == "variable" else
                          "activation gradient", alloc=bwd, free_after=[f"{c}/in{i}/grad_read{s}"])
+
+    def output_gradients(self, k: int, r: int) -> list[str]:
+        """The joins after which the gradients of op ``k``'s outputs exist on rank ``r``
+        (one per consumer edge a gradient flows back through)."""
+        s = self.sfx(r)
+        return [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}/grad{s}"
+                for outs in self.out_edges[k].values() for e in outs if self.edge_grad(e)]
 
     def _gradient_reader(self, p: int, r: int) -> list[str]:
         """The task that reads the gradients of op ``p``'s outputs: its backward, or a
@@ -433,9 +439,12 @@ class PlanContext(RebuildTasks):
             prev_r = f"{c}/bchain_in{s}" if i == 0 else f"{c}/in{i - 1}/R{s}"
             rb_names, end = [], prev_r
             if rebuild:
+                # TensorFlow rebuilds inside the consumer's gradient function, which runs
+                # once the gradients of its outputs exist (not as soon as the source does)
                 calls = step_calls(ep.forward_steps, f"{c}/in{i}/rebuild", tensor, "rebuild")
-                rb_names, end, rb_ready = self._collectives(f, calls, fwd_sec, r, prev_r, [src], c,
-                                                            "rebuild", fwd_copy)
+                rb_names, end, rb_ready = self._collectives(
+                    f, calls, fwd_sec, r, prev_r, [src] + self.output_gradients(k, r), c,
+                    "rebuild", fwd_copy)
                 self._conversion_buffers(f, rb_names, fwd_buffers, f"{c}/in{i}:rebuilt", [bwd], r,
                                          "rebuilt activation")
             self._join(f, f"{c}/in{i}/R", r, [end])
