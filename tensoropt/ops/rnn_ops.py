@@ -80,8 +80,10 @@ class LSTMDef(OpDef):
     Dims: ``b`` (splittable), ``t`` (sequential), ``d`` and ``i`` (the contraction, kept
     whole: a partial sum cannot pass through the gate nonlinearities), ``h`` (splittable:
     each step after the first then all-gathers h, which the cost model counts as the op's
-    own communication). Backward keeps x, the outputs, and the gates and cell states of every
-    step.
+    own communication). Backward keeps x, the kernel (each step's input gradient is the
+    gates' gradient times its transpose: a kernel the op received converted, e.g.
+    all-gathered from shards, is held until then), the outputs, and the gates and cell
+    states of every step.
     """
 
     kind = "lstm"
@@ -103,7 +105,7 @@ class LSTMDef(OpDef):
             dims=dims, inputs=(("b", "t", "d"), ("i", "h"), ("h",)),
             outputs=(("b", "t", "h"), ("b", "h"), ("b", "h")),
             unsplittable={"t", "d", "i"}, flops=3 * t * step_flops,
-            saved_inputs=(0,), saved_outputs=(0,),
+            saved_inputs=(0, 1), saved_outputs=(0,),
             saved_internal=tuple(("b", "t", "h") for _ in range(5)),  # i, j, f, o, c per step
             notes="t is sequential; d and i feed gate nonlinearities; splitting h all-gathers h per step")
         return Signature((((b, t, h), float32), ((b, h), float32), ((b, h), float32)), space)
