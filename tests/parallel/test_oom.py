@@ -7,13 +7,14 @@ The limit is the checked peak of a plan a third along the frontier, so the chose
 estimate sits at it, and what the estimate does not model decides which side of it the
 run lands on. The analytical cost model (as CI runs it) now counts TensorFlow's CPU
 kernels' big transients (``costs.cpu_workspaces``: the 23 MB im2col buffer of the tiny
-CNN's convolution backprop, the LSTM's per-step weight-gradient partials); before, the CNN
-measured 114x its limit and the LSTM 1.8x. What is left is horovod's thread freeing a
-collective's input and output when it gets to them, after the reader of the result has
-run (seen in the traces: the tiny MLP holds two 1 KiB gradients longer, some runs), so the
-models are held to the memory target, 5% over the limit at most, and the tiny MLP, whose
-two buffers are 6% of it, to 10%. Measured (2026-11-27, uncalibrated, three launches):
-mlp 5.8% over, cnn 0.0-0.14%, lstm 2.4%, the transformer 7.6% under.
+CNN's convolution backprop, the LSTM's per-step weight-gradient partials), and the LSTM's
+backward keeps its (all-gathered) kernel; before, the CNN measured 114x its limit and the
+LSTM 1.8x. What is left is horovod's thread freeing a collective's input and output when
+it gets to them, after the reader of the result has run (seen in the traces: the tiny MLP
+holds two 1 KiB gradients longer, some runs; the CNN one 32 KiB gradient), so the models
+are held to the memory target, 5% over the limit at most, and the tiny MLP, whose two
+buffers are 6% of it, to 10%. Measured (2026-11-27, uncalibrated, three launches): mlp
+5.8% over, cnn 0.0-0.14% over, lstm 7.1-8.4% under, transformer 2.3-7.6% under.
 """
 
 import json
