@@ -18,12 +18,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._jit import jit, jit_inline, jit_leaf
+from frontier._jit import jit, jit_inline, jit_leaf, jit_leaf_inline
 
-__all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "n_blocks", "corners",
+__all__ = ["COMBINE", "PRODUCT", "UNION", "GROUPS", "block_of", "block_in", "cell_row",
+           "n_blocks", "corners",
            "f0_covers", "f0_minima", "live_blocks", "small_candidates", "single_cell"]
 
 COMBINE, PRODUCT, UNION, GROUPS = 0, 1, 2, 3
+
+
+@jit_leaf_inline
+def cell_row(layout: np.ndarray, c: int):
+    """``(w, q)`` with output cell ``c = w*P + q`` (``P = layout[2]``), for ``block_in``:
+    a cell's merge finds its blocks without a division per candidate."""
+    w = c // layout[2]
+    return w, c - w * layout[2]
+
+
+@jit_leaf_inline
+def block_in(layout: np.ndarray, bmap: np.ndarray, c: int, wq, x: int):
+    """``block_of(layout, bmap, c, x)`` given ``wq = cell_row(layout, c)``."""
+    mode, K, P = layout[0], layout[1], layout[2]
+    w, q = wq
+    if mode == COMBINE:
+        return w * K + x, q * K + x, x
+    if mode == PRODUCT:
+        return c, bmap[c], 0
+    if mode == GROUPS:
+        k = bmap[P + 1 + bmap[q] + x]
+        return w * K + k, 0, k
+    return x, 0, x
 
 
 @jit_leaf
@@ -37,17 +61,7 @@ def block_of(layout: np.ndarray, bmap: np.ndarray, c: int, x: int):
     c = w*P + g has a block per member k of group g (``bmap[P + 1 + bmap[g] + x]``), with
     a cell w*K + k and b's cell 0.
     """
-    mode, K, P = layout[0], layout[1], layout[2]
-    if mode == COMBINE:
-        w = c // P
-        return w * K + x, (c - w * P) * K + x, x
-    if mode == PRODUCT:
-        return c, bmap[c], 0
-    if mode == GROUPS:
-        w = c // P
-        k = bmap[P + 1 + bmap[c - w * P] + x]
-        return w * K + k, 0, k
-    return x, 0, x
+    return block_in(layout, bmap, c, cell_row(layout, c), x)
 
 
 @jit_leaf

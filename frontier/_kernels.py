@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_of, live_blocks,
-                              single_cell, small_candidates)
+from frontier._blocks import (COMBINE, GROUPS, PRODUCT, UNION, block_in, cell_row,
+                              live_blocks, single_cell, small_candidates)
 from frontier._heap import (bucket_of, clear_buckets, enqueue, grow_heap, grow_rows, key_lt,
                             new_buckets, new_heap, pop, refill, root)
-from frontier._jit import jit, jit_inline, jit_leaf
+from frontier._jit import jit, jit_inline, jit_leaf, jit_leaf_inline
 
 __all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
 
@@ -77,14 +77,14 @@ def _first_below(vals, add1, add2, lo, hi, v):
     return lo
 
 
-@jit_leaf
+@jit_leaf_inline
 def _raise(of, last, need):
     """The keeper ``last`` now stands for a point that needs radius ``need``."""
     if need > of[last, 2]:
         of[last, 2] = need
 
 
-@jit_leaf
+@jit_leaf_inline
 def _next_stream(av, bv, blk, cur, v, exact):
     """The first candidate of the block's next stream that can beat v (code -1: none),
     when ``cur`` is the first candidate of its stream, and the radius the streams
@@ -129,7 +129,7 @@ def _next_stream(av, bv, blk, cur, v, exact):
     return (np.inf, np.inf, -1, -1, -1), need
 
 
-@jit_leaf
+@jit_leaf_inline
 def _next_in_stream(av, bv, blk, cur, v, exact):
     """The next candidate of ``cur``'s stream that can beat v (code -1: none), and the
     radius the candidates skipped on the way need from the keeper (-inf: none)."""
@@ -184,13 +184,29 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
     return (np.inf, np.inf, -1, -1, -1), need
 
 
-@jit
+@jit_leaf
+def _cell_size(layout, bmap, c, offs, live, nlive):
+    """``(candidates, streams)`` of output cell c's blocks ``live[:nlive]``: the
+    products' sizes, and their shorter sides' (``offs``: a's and b's cell offsets)."""
+    aoff, boff = offs
+    wq = cell_row(layout, c)
+    total = 0
+    streams = 0
+    for s in range(nlive):
+        acell, bcell, k = block_in(layout, bmap, c, wq, live[s])
+        na, nb = aoff[acell + 1] - aoff[acell], boff[bcell + 1] - boff[bcell]
+        total += na * nb
+        streams += min(na, nb)
+    return total, streams
+
+
+@jit_leaf
 def _merge_cell(where, T, buf, state):
     """The heap merge of output cell c's live blocks into ``of``, ``oi`` from row
     ``nout`` on (room assumed, for outputs and queue entries).
 
     ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
-    ``buf = ((hf, hx), (lf, lx, nxt, head), of, oi)``: the heap and the bucket lists
+    ``buf = ((hf, hx), (lf, lx, nxt, head, bits), of, oi)``: the heap and the bucket lists
     in front of it (``_heap``); ``state = (nout, (budget, rel), exact, (lo, scale, nb))``:
     the buckets (one: the heap alone). Returns (the new nout, candidates examined, the
     largest thinning gap). Separate from ``merge_range``, and with each table's values
@@ -199,10 +215,11 @@ def _merge_cell(where, T, buf, state):
     inlines itself (``_jit``); the atomic counts took most of the time before.
     """
     layout, bmap, c, live, corner = where
-    (hf, hx), (lf, lx, nxt, head), of, oi = buf
+    (hf, hx), Q, of, oi = buf
     nout, (budget, rel), exact, (lo, scale, nb) = state
     av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
     has_mid, a_rad, b_rad = mid.shape[1] > 0, layout[8], layout[9]
+    wq = cell_row(layout, c)
     examined = 0
     gap = 0.0
     v = np.inf
@@ -211,10 +228,10 @@ def _merge_cell(where, T, buf, state):
     cb = 0                                       # the bucket the heap holds
     for s in range(len(live)):
         x = live[s]
-        acell, bcell, k = block_of(layout, bmap, c, x)
+        acell, bcell, k = block_in(layout, bmap, c, wq, x)
         key = (corner[0, x], corner[3, x], 2 * x + 1, aoff[acell], boff[bcell])
-        hn = enqueue(hf, hx, hn, lf, lx, nxt, head, key, lo, scale, nb, cb)
-    hn, cb = refill(lf, lx, nxt, head, hf, hx, hn, nb, cb)
+        hn = enqueue(hf, hx, hn, Q, key, lo, scale, nb, cb)
+    hn, cb = refill(Q, hf, hx, hn, nb, cb)
     if hn == 0:
         return nout, examined, gap
     cur = root(hf, hx)
@@ -222,7 +239,7 @@ def _merge_cell(where, T, buf, state):
     while True:
         m, t, code, i, j = cur
         examined += 1
-        acell, bcell, k = block_of(layout, bmap, c, code >> 1)
+        acell, bcell, k = block_in(layout, bmap, c, wq, code >> 1)
         mk, tk, rk = 0.0, 0.0, 0.0
         if has_mid:
             mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
@@ -260,13 +277,13 @@ def _merge_cell(where, T, buf, state):
         if key_lt(nxt2, nxt1):
             nxt1, nxt2 = nxt2, nxt1
         if nxt2[2] >= 0:
-            hn = enqueue(hf, hx, hn, lf, lx, nxt, head, nxt2, lo, scale, nb, cb)
+            hn = enqueue(hf, hx, hn, Q, nxt2, lo, scale, nb, cb)
         if nxt1[2] >= 0:
             if bucket_of(nxt1[0], lo, scale, nb) <= cb and (hn == 0 or key_lt(nxt1, root(hf, hx))):
                 cur = nxt1                       # before every entry of the queue
                 continue
-            hn = enqueue(hf, hx, hn, lf, lx, nxt, head, nxt1, lo, scale, nb, cb)
-        hn, cb = refill(lf, lx, nxt, head, hf, hx, hn, nb, cb)
+            hn = enqueue(hf, hx, hn, Q, nxt1, lo, scale, nb, cb)
+        hn, cb = refill(Q, hf, hx, hn, nb, cb)
         if hn == 0:
             break
         cur = root(hf, hx)
@@ -305,6 +322,17 @@ def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
     n = small_candidates(layout, bmap, c, T, live[:nlive], small, (exact, nf))
     if nout + n > len(of):
         of, oi = grow_rows(of, oi, nout + n)
+    nout, gap = _keep_sorted((of, oi, nout), small, n, (budget, rel), exact)
+    return of, oi, nout, n, gap
+
+
+@jit_leaf
+def _keep_sorted(out, small, n, bounds, exact):
+    """Algorithm 1 with thinning on the n sorted candidates of ``small`` (see
+    ``_sorted_cell``), appended to ``out = (of, oi, nout)`` (room assumed); returns
+    (the new nout, gap)."""
+    of, oi, nout = out
+    budget, rel = bounds
     sf, si, order, _ = small
     gap = 0.0
     v = np.inf
@@ -323,7 +351,7 @@ def _sorted_cell(layout, bmap, c, T, nlive, live, small, state):
         last = nout
         nout += 1
         v = t
-    return of, oi, nout, n, gap
+    return nout, gap
 
 
 @jit
@@ -344,6 +372,28 @@ def _buckets(want, corner, live, nlive):
     if scale == 0.0:
         nb = 1
     return nb, lo, scale
+
+
+@jit_leaf
+def _warm_rows(T, layout, c, first):
+    """Reads the rows of b's cells that COMBINE's output cell c multiplies (and of a's,
+    at a new row w of output cells or when ``first``), a cache line at a time, in order;
+    returns their sum of memories, to be kept. The merge then finds them in cache: it
+    takes its blocks in the order of their candidates' memory, and a miss at each
+    block's first row took about a fifth of a node elimination's CPU time. b's rows
+    change with every cell; a's stay for P cells, the same row w."""
+    K, P = layout[1], layout[2]
+    w = c // P
+    q = c - w * P
+    s = 0.0
+    bv, boff = T[1][0], T[1][1]
+    for r in range(boff[q * K], boff[q * K + K], 2):     # two rows of four per line
+        s += bv[r, 0]
+    if q == 0 or first:
+        av, aoff = T[0][0], T[0][1]
+        for r in range(aoff[w * K], aoff[w * K + K], 2):
+            s += av[r, 0]
+    return s
 
 
 @jit
@@ -380,6 +430,7 @@ def merge_range(layout, bmap, T, budget, rel, exact):
     live = np.empty(K, dtype=np.int64)
     stair = np.empty((3, 2 * K))                # scratch of F0 (``f0_minima``)
     corner = np.empty((7, K))
+    warm = np.zeros(1)                          # what _warm_rows read (kept: not dead code)
     small = (np.empty((3, SMALL_BUFFER)), np.empty((3, SMALL_BUFFER), dtype=np.int64),
              np.empty(SMALL_BUFFER, dtype=np.int64), np.empty((3, SMALL_BUFFER)))
     nout = 0
@@ -397,15 +448,11 @@ def merge_range(layout, bmap, T, budget, rel, exact):
                 gap = max(gap, g)
                 ooff[c - c0 + 1] = nout
                 continue
+        if layout[0] == COMBINE:
+            warm[0] += _warm_rows(T, layout, c, c == c0)
         nlive, nf = live_blocks(layout, bmap, c, T, exact, live, corner, (small[3], stair))
         merged += nlive
-        total = 0
-        streams = 0
-        for s in range(nlive):
-            acell, bcell, k = block_of(layout, bmap, c, live[s])
-            na, nb = aoff[acell + 1] - aoff[acell], boff[bcell + 1] - boff[bcell]
-            total += na * nb
-            streams += min(na, nb)
+        total, streams = _cell_size(layout, bmap, c, (aoff, boff), live, nlive)
         if total <= min(layout[6], SMALL_BUFFER):   # few candidates: sort, no heap
             of, oi, nout, n, g = _sorted_cell(layout, bmap, c, T, nlive, live, small,
                                               (of, oi, nout, (budget, rel), exact, nf))
@@ -418,7 +465,7 @@ def merge_range(layout, bmap, T, budget, rel, exact):
             nb, lo, scale = _buckets(layout[10] * (streams + nlive), corner, live, nlive)
             if len(H[0]) > len(Q[0]) or nb > len(Q[3]):
                 Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
-            clear_buckets(Q[3], nb, Q[2], streams + nlive + 2)
+            clear_buckets(Q[4], nb, Q[2], streams + nlive + 2)
             nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
                                      (H, Q, of, oi), (nout, (budget, rel), exact, (lo, scale, nb)))
         examined += n

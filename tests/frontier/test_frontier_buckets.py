@@ -10,7 +10,7 @@ import pytest
 
 from frontier import track
 from frontier._heap import (add, bucket_of, clear_buckets, heap_bucket, new_buckets,
-                            new_heap, pop, push, root)
+                            new_heap, next_bucket, pop, push, refill, root)
 from frontier.synthetic import hard_graph, model_graph
 
 
@@ -26,16 +26,17 @@ def test_bucket_lists_give_the_heap_their_entries_and_free_them():
     heaped, and their list entries are reused (a queue of 3 entries takes 30 keys)."""
     rng = np.random.default_rng(1)
     hf, hx = new_heap(8)
-    lf, lx, nxt, head = new_buckets(3, 4)
-    clear_buckets(head, 4, nxt, 3)
+    lf, lx, nxt, head, bits = new_buckets(3, 4)
+    clear_buckets(bits, 4, nxt, 3)
     out = []
     for _ in range(10):
         keys = [(float(rng.integers(0, 3)), float(rng.random()), int(c), int(c), 0)
                 for c in rng.integers(0, 100, 3)]
         for key in keys:
-            add(lf, lx, nxt, head, 2, key)
-        n = heap_bucket(lf, lx, nxt, head, 2, hf, hx, 0)
-        assert n == 3 and head[2] == -1
+            add(lf, lx, nxt, head, bits, 2, key)
+        assert bits[0] == 4
+        n = heap_bucket(lf, lx, nxt, head, bits, 2, hf, hx, 0)
+        assert n == 3 and bits[0] == 0
         got = []
         while n:
             got.append(root(hf, hx)[:3])
@@ -46,6 +47,31 @@ def test_bucket_lists_give_the_heap_their_entries_and_free_them():
     hf, hx = new_heap(8)
     push(hf, hx, 0, (1.0, 2.0, 3, 4, 5))
     assert root(hf, hx) == (1.0, 2.0, 3, 4, 5)
+
+
+def test_refill_takes_the_next_listed_bucket_across_words():
+    """A bit per bucket marks the listed ones (64 to a word, the 64th the sign bit):
+    ``refill`` heaps the next listed bucket after the heap's, whichever word holds it,
+    and ends on the last bucket when none is left."""
+    nb = 300
+    lf, lx, nxt, head, bits = new_buckets(8, nb)
+    clear_buckets(bits, nb, nxt, 8)
+    listed = [0, 5, 63, 64, 127, 128, 250, 299]
+    for b in listed[::-1]:
+        add(lf, lx, nxt, head, bits, b, (float(b), 0.0, b, 0, 0))
+    assert next_bucket(bits, nb, -1) == 0 and next_bucket(bits, nb, 63) == 64
+    assert next_bucket(bits, nb, 128) == 250 and next_bucket(bits, nb, 299) == nb - 1
+    hf, hx = new_heap(8)
+    Q = (lf, lx, nxt, head, bits)
+    got, hn, cb = [], 0, 0
+    hn, cb = refill(Q, hf, hx, hn, nb, -1)
+    while hn:
+        got.append((cb, root(hf, hx)[2]))
+        hn = pop(hf, hx, hn)
+        hn, cb = refill(Q, hf, hx, hn, nb, cb)
+    assert got == [(b, b) for b in listed] and cb == nb - 1
+    assert not bits.any()
+    assert refill(Q, hf, hx, 0, nb, 10) == (0, nb - 1)
 
 
 def _run(g, monkeypatch, buckets, **kw):
