@@ -98,5 +98,8 @@ def test_three_ranks_calibrate_and_the_profile_prices_any_size(tmp_path, mpirun)
         unit = 4 if c == "allreduce" else 12
         assert sizes and all(b % unit == 0 for b in sizes), f"{c}: {sizes}"
         assert sizes[-1] >= 4096
-        # a size between two measured ones, and one no measured size divides
-        assert 0 < collectives.time_s(c, 1000, 3, 1) < collectives.time_s(c, 10 * 4096, 3, 1)
+        # a size between two measured ones, and one no measured size divides: priced, not
+        # ordered (two repeats on 3 ranks sharing 2 cores order nearby sizes by chance;
+        # a CI run beside another job priced 1000 bytes above 40 KiB)
+        for nbytes in (1000, 10 * 4096):
+            assert 0 < collectives.time_s(c, nbytes, 3, 1) < 1.0, f"{c}: {nbytes} bytes"
