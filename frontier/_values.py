@@ -42,7 +42,7 @@ _THREAD_MIN_WORK = 20_000        # estimated candidates below which one thread i
 # Kernel paths, by size (tests lower them to force the general heap merge everywhere):
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
-HEAP_BUCKETS = 16                # memory buckets per heap entry in front of the heap (0: none)
+HEAP_BUCKETS = 4                 # memory buckets per heap entry in front of the heap (0: none)
 
 
 @dataclass(frozen=True)
