@@ -119,6 +119,10 @@ def _collective(hvd, collective: str, x, process_set, name: str):
     return hvd.alltoall(x, process_set=process_set, name=name)
 
 
+#: rounds of ``repeats`` more samples a size gets while its statistic is at or below 0
+NONPOSITIVE_RETRIES = 3
+
+
 def _link_names(key: tuple[str, int, int, int, int]) -> list[str]:
     """The op name of each link of a ``(collective, group_size, stride, nbytes, links)``
     chain, as ``Calibrator._fn`` names them and horovod's timeline reports them."""
@@ -313,11 +317,45 @@ class Calibrator:
         self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
                             "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
         slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
-        self.last_samples = {t: slowest[:, j].tolist() for j, t in enumerate(tasks)}
+        per_task = [slowest[:, j].tolist() for j in range(len(tasks))]
+        stat = [self._statistic(statistic, v) for v in per_task]
+        # a chain's link is its runs less as many one-call runs: on a busy machine the
+        # difference can come out at or below 0 (noise above the collective's own time)
+        for _ in range(NONPOSITIVE_RETRIES):
+            bad = [j for j, m in enumerate(stat) if not m > 0]
+            if not bad:
+                break
+            more = np.zeros((repeats, len(bad)))
+            for r in range(repeats):
+                for col, j in enumerate(bad):
+                    call, run = timers[j]
+                    call()
+                    barrier()
+                    more[r, col] = run(inner)
+            more = np.max(np.array(self.comm.allgather(more)), axis=0)
+            for col, j in enumerate(bad):
+                per_task[j] += more[:, col].tolist()
+                stat[j] = self._statistic(statistic, per_task[j])
+        for j, m in enumerate(stat):       # then the samples above 0 alone, if any
+            positive = [v for v in per_task[j] if v > 0]
+            if not m > 0 and positive:
+                stat[j] = self._statistic(statistic, positive)
+        bad = [tasks[j] for j, m in enumerate(stat) if not m > 0]
+        if bad:
+            raise RuntimeError(
+                f"calibrate: {len(bad)} size(s) timed at or below 0 s after "
+                f"{NONPOSITIVE_RETRIES} more rounds each, every sample too (first: {bad[0]}): "
+                "the machine's noise is larger than these collectives; run calibrate again on "
+                "a quieter machine, or with more --repeats")
+        self.last_samples = {t: v for t, v in zip(tasks, per_task)}
         if busy_rounds:
             self.last_busy = self._busy(tasks, timers, links, busy_rounds)
-        stat = STATISTICS[statistic](slowest)
         return {t: float(m) for t, m in zip(tasks, stat)}
+
+    @staticmethod
+    def _statistic(statistic: str, values: list[float]) -> float:
+        """``statistic`` of one task's samples."""
+        return float(STATISTICS[statistic](np.array(values)[:, None])[0])
 
     def _busy(self, tasks, timers, links: int, rounds: int) -> dict[tuple[str, int, int, int], float]:
         """Per task, the median seconds horovod was busy with one of its collectives

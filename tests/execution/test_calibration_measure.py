@@ -65,6 +65,48 @@ def test_a_chained_sample_is_one_more_link_without_the_run_overhead(monkeypatch)
     assert standalone[tasks[0]] == pytest.approx(5.003)
 
 
+def _noisy_calibrator(monkeypatch, chain_s):
+    """A calibrator whose one-call runs take 1 s and whose 4-link chains take
+    ``chain_s(k)`` s at their k-th run: a link is ``(chain_s(k) - 1) / 3``."""
+    clock = _Clock()
+    monkeypatch.setattr("tensoropt.execution.calibration_job.time.perf_counter", clock)
+    log = []
+    cal = object.__new__(Calibrator)
+    cal.rank, cal.comm = 0, _Comm(log)
+    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+    runs = {"chain": 0}
+
+    def fn(collective, group_size, stride, nbytes, links=1):
+        def run():
+            if links == 1:
+                clock.now += 1.0
+            else:
+                runs["chain"] += 1
+                clock.now += chain_s(runs["chain"])
+        return run
+
+    cal._fn = fn
+    return cal, runs
+
+
+def test_a_size_timed_at_or_below_zero_is_measured_again(monkeypatch):
+    # noise: the first 3 chains (warm-up and two timed repeats) ran faster than one call
+    cal, runs = _noisy_calibrator(monkeypatch, lambda k: 0.4 if k <= 3 else 1.3)
+    task = ("allgather", 3, 1, 4104)
+    got = cal.measure([task], repeats=2, links=4)
+    # samples -0.2, -0.2; a round more adds 0.1, 0.1 (median still below 0); another
+    # adds 0.1, 0.1: the median of the six is 0.1
+    assert got[task] == pytest.approx(0.1)
+    assert runs["chain"] == 1 + 2 + 2 + 2                # warm-up, 2 repeats, 2 more rounds
+    assert len(cal.last_samples[task]) == 6
+
+
+def test_a_size_never_timed_above_zero_stops_the_calibration_saying_why(monkeypatch):
+    cal, _ = _noisy_calibrator(monkeypatch, lambda k: 0.4)
+    with pytest.raises(RuntimeError, match="timed at or below 0 s.*quieter machine"):
+        cal.measure([("allgather", 3, 1, 4104)], repeats=2, links=4)
+
+
 def test_a_chain_link_count_below_one_is_refused():
     cal = object.__new__(Calibrator)
     with pytest.raises(ValueError, match="links must be >= 1"):
