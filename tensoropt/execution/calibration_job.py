@@ -307,16 +307,9 @@ class Calibrator:
         finally:
             logger.setLevel(level)
         warmed = time.perf_counter()
-        samples = np.zeros((repeats, len(tasks)))
-        barrier = self.comm.Barrier
-        for r in range(repeats):
-            for j, (call, run) in enumerate(timers):
-                call()      # untimed: the first call after another collective runs slow
-                barrier()
-                samples[r, j] = run(inner)
+        slowest = self._timed_rounds(timers, repeats, inner)
         self.last_timing = {"trace_and_warmup_s": round(warmed - started, 2),
                             "timed_rounds_s": round(time.perf_counter() - warmed, 2)}
-        slowest = np.max(np.array(self.comm.allgather(samples)), axis=0)
         per_task = [slowest[:, j].tolist() for j in range(len(tasks))]
         stat = [self._statistic(statistic, v) for v in per_task]
         # a chain's link is its runs less as many one-call runs: on a busy machine the
@@ -325,14 +318,7 @@ class Calibrator:
             bad = [j for j, m in enumerate(stat) if not m > 0]
             if not bad:
                 break
-            more = np.zeros((repeats, len(bad)))
-            for r in range(repeats):
-                for col, j in enumerate(bad):
-                    call, run = timers[j]
-                    call()
-                    barrier()
-                    more[r, col] = run(inner)
-            more = np.max(np.array(self.comm.allgather(more)), axis=0)
+            more = self._timed_rounds([timers[j] for j in bad], repeats, inner)
             for col, j in enumerate(bad):
                 per_task[j] += more[:, col].tolist()
                 stat[j] = self._statistic(statistic, per_task[j])
@@ -351,6 +337,18 @@ class Calibrator:
         if busy_rounds:
             self.last_busy = self._busy(tasks, timers, links, busy_rounds)
         return {t: float(m) for t, m in zip(tasks, stat)}
+
+    def _timed_rounds(self, timers, repeats: int, inner: int) -> np.ndarray:
+        """``repeats`` rounds over ``timers`` (``_timer``'s pairs), each timed call after an
+        untimed one of the same collective (the first call after another collective runs
+        slow); ``(repeats, len(timers))`` seconds per call of the slowest rank."""
+        samples = np.zeros((repeats, len(timers)))
+        for r in range(repeats):
+            for j, (call, run) in enumerate(timers):
+                call()
+                self.comm.Barrier()
+                samples[r, j] = run(inner)
+        return np.max(np.array(self.comm.allgather(samples)), axis=0)
 
     @staticmethod
     def _statistic(statistic: str, values: list[float]) -> float:

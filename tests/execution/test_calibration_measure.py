@@ -42,15 +42,21 @@ class _Clock:
         return self.now
 
 
+def _calibrator_on_clock(monkeypatch):
+    """``(calibrator, clock)``: a calibrator on the fake communicator whose timer reads
+    ``clock`` (its collectives, ``_fn``, are for the test to give)."""
+    clock = _Clock()
+    monkeypatch.setattr("tensoropt.execution.calibration_job.time.perf_counter", clock)
+    cal = object.__new__(Calibrator)
+    cal.rank, cal.comm = 0, _Comm([])
+    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+    return cal, clock
+
+
 def test_a_chained_sample_is_one_more_link_without_the_run_overhead(monkeypatch):
     # a run costs 5 s of session overhead plus 3 ms per kB per link: a standalone call
     # would report 5 s more than a link costs; one more link of a chain reports the link
-    clock = _Clock()
-    monkeypatch.setattr("tensoropt.execution.calibration_job.time.perf_counter", clock)
-    log = []
-    cal = object.__new__(Calibrator)
-    cal.rank, cal.comm = 0, _Comm(log)
-    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+    cal, clock = _calibrator_on_clock(monkeypatch)
 
     def fn(collective, group_size, stride, nbytes, links=1):
         def run():
@@ -68,12 +74,7 @@ def test_a_chained_sample_is_one_more_link_without_the_run_overhead(monkeypatch)
 def _noisy_calibrator(monkeypatch, chain_s):
     """A calibrator whose one-call runs take 1 s and whose 4-link chains take
     ``chain_s(k)`` s at their k-th run: a link is ``(chain_s(k) - 1) / 3``."""
-    clock = _Clock()
-    monkeypatch.setattr("tensoropt.execution.calibration_job.time.perf_counter", clock)
-    log = []
-    cal = object.__new__(Calibrator)
-    cal.rank, cal.comm = 0, _Comm(log)
-    cal.tf = types.SimpleNamespace(get_logger=lambda: types.SimpleNamespace(level=0, setLevel=lambda _: None))
+    cal, clock = _calibrator_on_clock(monkeypatch)
     runs = {"chain": 0}
 
     def fn(collective, group_size, stride, nbytes, links=1):
