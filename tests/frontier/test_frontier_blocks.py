@@ -117,7 +117,6 @@ compiled, not read from numba's cache) must call none."""
                     assert "NRT_incref" not in ir and "NRT_decref" not in ir, (fn, sig)
 
 
-
 def test_merge_loop_inlines_its_per_candidate_helpers():
     """The merge loop and its per-cell helpers count no references, and the helpers it
     calls once per candidate are inlined into it (``_jit.jit_leaf_inline``): calls

@@ -22,6 +22,13 @@ SIZE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] in ("tiny", "small") els
 COST_MODEL = os.environ.get("TENSOROPT_OOM_COST_MODEL", "analytical")
 
 
+def checked_peak(graph, plan) -> float:
+    """The plan's memory as ``mini_time`` checks it: its additive estimate or its
+    simulated peak, the larger."""
+    return max(plan.memory_bytes, simulate_plan(graph, plan, to.runtime.local_cluster(),
+                                                COST_MODEL).peak_memory_bytes)
+
+
 def main(out_path, names):
     world = to.init()
     from mpi4py import MPI
@@ -33,9 +40,7 @@ def main(out_path, names):
         frontier = to.search_strategy(option="mini_time", cost_model=COST_MODEL).frontier
         # the checked peak of the plan a third along the frontier: the faster plans need more
         third = frontier[len(frontier) // 3]
-        checked = lambda p: max(p.memory_bytes, simulate_plan(  # noqa: E731 - as mini_time checks
-            graph, p, to.runtime.local_cluster(), COST_MODEL).peak_memory_bytes)
-        limit = checked(third)
+        limit = checked_peak(graph, third)
         plan = to.find_strategy(option="mini_time", memory_limit=limit, cost_model=COST_MODEL)
         to.build_execution_graph(plan=plan)
         feed = spec.feed(np.random.default_rng(0))
@@ -45,7 +50,7 @@ def main(out_path, names):
         peaks = MPI.COMM_WORLD.allgather(step.peak_bytes)
         if world.rank == 0:
             rows.append({"model": name, "limit_bytes": limit, "estimated_bytes": plan.memory_bytes,
-                         "fastest_bytes": checked(frontier[-1]), "measured_peak_bytes": peaks,
+                         "fastest_bytes": checked_peak(graph, frontier[-1]), "measured_peak_bytes": peaks,
                          "resident_bytes": step.resident_bytes})
     if world.rank == 0:
         with open(out_path, "w") as f:

@@ -150,16 +150,22 @@ def test_a_parameter_gradient_lives_from_its_consumer_backward_until_its_first_r
 
 
 # -- conservation, on sampled plans of the tiny zoo models --------------------------------------
+def _sampled_model(graph, cycle_s: float) -> CostModel:
+    """The analytical cost model ``_sampled_timelines`` prices with: 4 devices, 2 per
+    machine, horovod's cycle ``cycle_s``."""
+    cl = cluster(4, per_machine=2)
+    return CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops, collective_overhead_s=cycle_s)
+
+
 def _sampled_timelines(name: str, count: int, cycle_s: float = 0.0, options=None):
     """``(graph, plan, timeline)`` of ``count`` plans sampled (seed 5) from the tiny
     ``name`` model on 4 devices, 2 per machine, analytically priced (with horovod's
     cycle ``cycle_s``)."""
     models.build(name, size="tiny")
     graph = to.get_default_graph()
-    cl = cluster(4, per_machine=2)
-    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops, collective_overhead_s=cycle_s)
+    model = _sampled_model(graph, cycle_s)
     space = sampling_space(graph, model)
-    sim = PlanSimulator(graph, model, cl, options)
+    sim = PlanSimulator(graph, model, cluster(4, per_machine=2), options)
     rng = np.random.default_rng(5)
     for _ in range(count):
         plan = sample_plan(space, rng)
@@ -170,8 +176,7 @@ def _extra_reruns(graph, plan, cycle_s: float) -> tuple[float, float]:
     """``(compute_s, network_s)`` the additive estimate charges beyond the run: an op
     that re-runs its forward for two rebuilt (keep_producer) inputs runs it once, and
     each edge is priced alone."""
-    cl = cluster(4, per_machine=2)
-    model = CostModel(graph, 4, AnalyticalCollectives(cl), cl.peak_flops, collective_overhead_s=cycle_s)
+    model = _sampled_model(graph, cycle_s)
     rebuilt = {}
     for e in plan.edges:
         if e.reuse == "keep_producer":
