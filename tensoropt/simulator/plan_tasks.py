@@ -63,12 +63,25 @@ Memory buffers (rules of ``memory``):
 - a parameter's gradient is allocated by the backward of each consumer that computes
   it, in the consumer's layout of the parameter, and freed after its first reader ends:
   the edge's first backward collective (or the transpose that moves it for one), else
-  the variable's update (TensorFlow frees a tensor when its last reader is done);
+  the variable's update (TensorFlow frees a tensor when its last reader is done); when
+  its backward conversion only slices it locally, after the rank's backward ends
+  (``backward/end``): TensorFlow's executor, on one inter-op thread, defers a kernel it
+  counts as expensive (the ``tf.split``) while other ops are queued inline, and the
+  backward's own chain of ops keeps that queue full;
+- horovod holds a collective's input (the buffer it reads, or the transposed copy of
+  it) and its result until the collective's value has been read (``value_reader``: the
+  next step of the conversion, else the first task that uses it): its background thread
+  drops them after the op's callback, while the reader runs (traced: 0.5-8 ms after the
+  collective ends);
 - an op's output is allocated by its forward and freed after the last of: its own
   partial-sum all-reduces, each consumer's forward use (the first conversion step, or
   the consumer's forward when no conversion), a consumer's backward that keeps that very
   copy (same layout, consumer saves the input), and the op's own backward when it saves
-  the output -- unless a keep_consumer edge drops the producer's copy;
+  the output -- unless a keep_consumer edge drops the producer's copy. An op that
+  all-reduces its partial output itself writes each sum to a new buffer (allocated when
+  the all-reduce starts; the output is the last one): the partial sum before it lives
+  from the forward until the sum has been read (``{op}/in{i}/read``: each consumer's
+  first forward use);
 - a converted copy lives from its last conversion step until the consumer's forward,
   or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
   backward: the rebuilt copy lives from the rebuild's last step to the consumer's
@@ -76,11 +89,13 @@ Memory buffers (rules of ``memory``):
 - a conversion step holds what TensorFlow's lowering of it holds (``step_buffers``):
   the transposed copy of its input when it gathers, scatters or exchanges along a dim
   that is not the first (made as soon as the input exists: for a variable's forward
-  conversion, at the step's start, as TensorFlow runs it outside the collective chain;
-  freed when the collective ends), the collective's result before it is moved back and
-  a copying split's pieces (during the step), and its result; a dim-0 split is a view,
-  so a conversion of such slices only keeps the producer's buffer alive instead;
-- an intermediate conversion result lives from its step until the next step ends;
+  conversion, at the step's start, as TensorFlow runs it outside the collective chain),
+  the collective's result before it is moved back and a copying split's pieces (both
+  held by horovod until the step's value has been read, as above), and its result; a
+  dim-0 split is a view, so a conversion of such slices only keeps the producer's buffer
+  alive instead;
+- an intermediate conversion result lives from its step until the next step ends (and
+  has been read, when that step's collective reads it itself);
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
   until the next step ends, the last one of a gradient until its reader ends: the
   producer's backward, or a parameter's update;
@@ -253,29 +268,42 @@ class PlanContext(RebuildTasks):
                                          math.prod(config.mesh[c.mesh_axis + 1:]))
                 for c in items]
 
+    @staticmethod
+    def value_reader(names: list[str], m: int, final: list[str]) -> list[str]:
+        """What reads the value of collective step ``m`` of ``names``: the next step,
+        else ``final`` (the first task that uses the converted value). Horovod holds a
+        collective's input and its result until that reader has run: its background
+        thread drops them after the op's callback, while the reader runs."""
+        return names[m + 1:m + 2] or list(final[:1])
+
     def _conversion_buffers(self, f: Fragment, names: list[str], held: ConversionBuffers,
                             last_name: str, last_free: list[str], r: int, why: str,
-                            ready: list[str] | None = None) -> bool:
+                            ready: list[str] | None = None, horovod: bool = True) -> bool:
         """A conversion's buffers as TensorFlow holds them (``held``, from
         ``step_buffers.conversion_step_buffers``): per step,
         the moved copy of its input (from ``ready``, the tasks after which the first
-        step's input exists, else from the step's start, until the step ends), its
-        scratch (during the step), its value (until the next step ends); the last
-        value (``last_name``) until ``last_free``. Returns whether the converted value
-        is a view of the producer's buffer (which must then live as long)."""
+        step's input exists, else from the step's start) and its scratch, until the
+        step's value has been read (``value_reader``; until the step ends when the tasks
+        are not ``horovod`` collectives: a conversion of local slices), its value
+        (until the next step ends, or has been read when that step reads it directly);
+        the last value (``last_name``) until ``last_free``. Returns whether the
+        converted value is a view of the producer's buffer (which must then live as
+        long)."""
         assert not names or len(names) == len(held.steps), (names, held)
+        read = (lambda m: self.value_reader(names, m, last_free)) if horovod else (lambda m: [])
         for m, (task, b) in enumerate(zip(names, held.steps)):
             if b.moved_in:
                 alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
                     else task
                 f.add_buffer(f"{task}:moved in", b.moved_in, "conversion", alloc=alloc,
-                             free_after=[task], rank=r)
+                             free_after=[task] + read(m), rank=r)
             if b.scratch:
                 f.add_buffer(f"{task}:scratch", b.scratch, "conversion", alloc=task,
-                             free_after=[task], rank=r)
+                             free_after=[task] + read(m), rank=r)
             if m + 1 < len(names):
+                direct = not held.steps[m + 1].moved_in      # the next collective reads it
                 f.add_buffer(f"{task}:out", b.out, "conversion", alloc=task,
-                             free_after=[names[m + 1]], rank=r)
+                             free_after=[names[m + 1]] + (read(m + 1) if direct else []), rank=r)
         if names:
             f.add_buffer(last_name + self.sfx(r), held.steps[-1].out, why,
                          alloc=names[-1], free_after=last_free, rank=r)
@@ -295,6 +323,8 @@ class PlanContext(RebuildTasks):
             s = self.sfx(r)
             fin = self._join(f, f"{c}/fchain_in", r,
                              [f"{self.ops[k - 1].name}/fchain_out{s}"] if k else [])
+            if k == 0:   # after every backward compute of the rank
+                self._join(f, "backward/end", r)
             fwd = self._compute(f, f"{c}/fwd", k, r, fwd_ps, "forward", config)
             for i in range(n):
                 f.add_dependency(f"{c}/in{i}/data{s}", fwd)
@@ -315,6 +345,7 @@ class PlanContext(RebuildTasks):
                 for a in [fwd, f"{c}/out/rebuilt{s}"] + grads_in + \
                         [f"{c}/in{i}/rebuilt{s}" for i in range(n)]:
                     f.add_dependency(a, bwd)
+                f.add_dependency(bwd, f"backward/end{s}")
             elif self.updates[k]:
                 upd = self._compute(f, f"{c}/update", k, r, bwd_ps, "update", config)
                 for a in [fwd] + grads_in:
@@ -335,11 +366,20 @@ class PlanContext(RebuildTasks):
                                  alloc=fwd, rank=r)
                 continue
             for j, t in enumerate(op.outputs):
-                frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"]
-                frees += [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}/release{s}"
-                          for e in self.out_edges[k].get(j, ())]
-                f.add_buffer(f"{c}:out{j}{s}", output_layout(op, config, j).local_bytes(
-                    t.shape, t.dtype.itemsize), "activation", alloc=fwd, free_after=frees)
+                consumers = [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}"
+                             for e in self.out_edges[k].get(j, ())]
+                frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"] + [f"{n}/release{s}" for n in consumers]
+                nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
+                reduce = [names[m] for m, x in enumerate(items) if x.output == j]
+                # each partial-sum all-reduce writes a new buffer; horovod holds its input
+                # until the result has been read (the next all-reduce, else the consumers)
+                readers = [f"{n}/read{s}" for n in consumers] or [f"{c}/out{j}{s}"]
+                for m, task in enumerate(reduce):
+                    f.add_buffer(f"{task}:partial sum", nbytes, "activation",
+                                 alloc=reduce[m - 1] if m else fwd,
+                                 free_after=[task] + (reduce[m + 1:m + 2] or readers))
+                f.add_buffer(f"{c}:out{j}{s}", nbytes, "activation", alloc=reduce[-1] if reduce else fwd,
+                             free_after=frees)
             internal = cost.saved_bytes - _saved_io_bytes(op, config)
             if internal > 0:
                 f.add_buffer(f"{c}:saved_internal{s}", int(internal), "saved for backward",
@@ -426,12 +466,17 @@ class PlanContext(RebuildTasks):
                 names = ready = [self._compute(f, f"{c}/in{i}/slice", k, r, copy_ps, "slice", config)]
                 f.add_dependency(src, names[0])
             self._join(f, f"{c}/in{i}/data", r, ready[-1:] or [src])
+            self._join(f, f"{c}/in{i}/read", r, names[:1] or [fwd])
             keep_copy = saves and ep.reuse != "keep_producer"
             if converted:
                 uses = [fwd] + ([bwd] if keep_copy else [])
                 view = self._conversion_buffers(f, names, fwd_buffers, f"{c}/in{i}:copy", uses, r,
-                                                "activation", [src])
-                self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1])
+                                                "activation", [src], horovod=bool(fwd_calls))
+                # a collective that reads the producer's buffer itself holds it until its
+                # value has been read
+                direct = bool(fwd_calls) and not fwd_buffers.steps[0].moved_in
+                self._join(f, f"{c}/in{i}/release", r, uses if view else
+                           names[:1] + (self.value_reader(names, 0, uses) if direct else []))
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
             # backward: slot R (keep_producer rebuild), then P (inputs the op converts
@@ -457,22 +502,33 @@ class PlanContext(RebuildTasks):
                                                       self.copy_seconds(bwd_held, tensor.dtype.itemsize))
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
+            # horovod holds each step's input and result until the step's value is read
+            # (``value_reader``): the next step, else the gradient's reader
+            read = lambda m: self.value_reader(names, m, reader)   # noqa: E731
             for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
                 if held.moved_in:     # moved as soon as its input exists
                     ready = self._join(f, f"{call.name}/ready", r, [names[m - 1] if m else bwd])
                     f.add_buffer(f"{task}:moved in", held.moved_in, "gradient in flight",
-                                 alloc=ready, free_after=[task], rank=r)
+                                 alloc=ready, free_after=[task] + read(m), rank=r)
                 if held.scratch:
                     f.add_buffer(f"{task}:scratch", held.scratch, "gradient in flight",
-                                 alloc=task, free_after=[task], rank=r)
+                                 alloc=task, free_after=[task] + read(m), rank=r)
                 after = reader if last else names[m + 1:m + 2]
+                if m + 1 < len(names) and not bwd_held[m + 1].moved_in:   # the next step reads it
+                    after = after + read(m + 1)
                 f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
                              alloc=task, free_after=[task] + after, rank=r)
             # the gradient the consumer computed is read by the first backward collective
-            # (or the transpose before it), else by the reader itself
+            # (or the transpose before it; the collective holds it until its value is
+            # read), else by the reader itself
             first = [f"{bwd_calls[0].name}/ready{s}"] if names and bwd_held[0].moved_in else \
-                names[:1] or (reader if grad else [])
+                names[:1] + read(0) if names else (reader if grad else [])
+            if grad and not names and ep.backward_steps and self.ops[p].kind == "variable":
+                # a parameter's gradient sliced locally: TensorFlow's executor (one
+                # inter-op thread) defers the split behind the backward's own chain of
+                # ops, so the whole gradient lives until the backward ends
+                first = first + [f"backward/end{s}"]
             self._join(f, f"{c}/in{i}/grad_read", r, first)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])
             self._join(f, f"{c}/in{i}/Q", r, [prev_q] if inside else [end])

@@ -102,11 +102,13 @@ def _column_gathers_of_weights(**model_options):
                    f"allgather/{e.consumer}/in{e.input}/0")
 
 
-def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_gather_ends():
+def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_matmul_ends():
     # Wherever a weight split by columns is gathered for its matmul, TensorFlow transposes
     # the weight's block as soon as the step starts (nothing orders the transpose after
-    # the collective chain) and horovod holds it until the gather ends; the gathered block
-    # and the one moved back are both live during the gather.
+    # the collective chain), and horovod holds it and the gathered block until the
+    # gather's value has been read (its thread drops them after the op's callback, while
+    # the reader runs): the moved block, the gathered block and the one moved back are
+    # all live during the matmul.
     checked = 0
     for t, e, block, gathered, gather in _column_gathers_of_weights():
         b = t.graph.buffers
@@ -117,11 +119,56 @@ def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_sta
         moved = b.names.index(f"{gather}:moved in")
         assert size[f"{gather}:moved in"] == block
         assert alloc[moved] == end[f"{e.producer}/out0"] < start[gather]
-        assert free[moved] == end[gather]
+        assert end[gather] < end[f"{e.consumer}/fwd"]
+        assert free[moved] == end[f"{e.consumer}/fwd"]
         assert size[f"{gather}:scratch"] == gathered          # before it moves back
+        assert free[b.names.index(f"{gather}:scratch")] == end[f"{e.consumer}/fwd"]
         assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
         checked += 1
     assert checked >= 2
+
+
+def _first_forward_reader(t, e) -> str:
+    """The task that first reads edge ``e``'s source in the forward: its first forward
+    conversion step, its slicing copy, else the consumer's forward."""
+    g = t.graph
+    steps = sorted((t.start_ps[k], n) for k, n in enumerate(g.names) if g.kind(k) == "collective"
+                   and f"/{e.consumer}/in{e.input}/" in n and "/grad/" not in n and "/rebuild" not in n)
+    if steps:
+        return steps[0][1]
+    sliced = f"{e.consumer}/in{e.input}/slice"
+    return sliced if sliced in g.names else f"{e.consumer}/fwd"
+
+
+def test_an_ops_own_partial_sum_all_reduce_writes_a_new_buffer_and_holds_the_partial_sum_until_it_is_read():
+    # An op whose reduction dim is split all-reduces its output itself. Horovod's
+    # all-reduce writes its result to a new buffer, and its thread drops the input (the
+    # partial sum) only after the result's readers have run: both are live meanwhile.
+    models.build("mlp", size="tiny")
+    graph = to.get_default_graph()
+    cl = plan_models.cluster(2)
+    model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops)
+    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(16):
+        plan = sample_plan(space, rng)
+        t = sim.simulate_full(sim.versions_for_plan(plan))
+        b, names = t.graph.buffers, list(t.graph.names)
+        alloc, free = _lifetimes(t)
+        start, end = dict(zip(names, t.start_ps.tolist())), dict(zip(names, t.end_ps.tolist()))
+        for op in graph.operations:
+            task = f"allreduce/{op.name}/out0/axis0"
+            if task not in names:
+                continue
+            partial, out = b.names.index(f"{task}:partial sum"), b.names.index(f"{op.name}:out0")
+            assert b.size_bytes[partial] == b.size_bytes[out] > 0
+            assert alloc[partial] == start[f"{op.name}/fwd"]
+            assert alloc[out] == start[task] >= end[f"{op.name}/fwd"]
+            readers = [_first_forward_reader(t, e) for e in plan.edges if e.producer == op.name]
+            assert free[partial] == max([end[task]] + [end[n] for n in readers])
+            checked += 1
+    assert checked >= 3
 
 
 def test_a_gather_of_columns_takes_the_time_of_its_copies_before_its_consumer_runs():
