@@ -16,6 +16,10 @@ Usage::
 - ``adjacent_inversions(reference, values)``: the ``i`` where ``reference`` and
   ``values`` move in opposite directions from ``i`` to ``i+1`` (a tie in either is not an
   inversion).
+- ``tau_on_resolved_pairs(measured, spread, estimated)``: Kendall's tau over the pairs a
+  measurement can order (medians further apart than half their spreads together), and
+  how many there are: whether the estimate misorders plans that are told apart, when
+  others measure within noise of each other. O(n^2) (n: a frontier's sampled plans).
 - ``dominated(memory, time)``: point ``j`` dominates ``i`` when it needs no more memory
   and no more time, and strictly less of one. For each point, the dominator with the
   least time (then least memory, then lowest index), or -1. O(n log n).
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["kendall_tau_b", "adjacent_inversions", "dominated", "count_inversions"]
+__all__ = ["kendall_tau_b", "tau_on_resolved_pairs", "adjacent_inversions", "dominated",
+           "count_inversions"]
 
 
 def _vector(a, name: str) -> np.ndarray:
@@ -102,6 +107,29 @@ def kendall_tau_b(x, y) -> float:
     if denom == 0:
         return float("nan")
     return float((n0 - n1 - n2 + n3 - 2 * disc) / np.sqrt(float(denom)))
+
+
+def tau_on_resolved_pairs(measured, spread, estimated) -> tuple[float, int]:
+    """``(tau, pairs)``: over the pairs ``i < j`` whose measured values differ by more
+    than ``(spread[i] + spread[j]) / 2`` (e.g. their interquartile ranges), the share
+    ordered alike by ``estimated`` less the share ordered oppositely (an estimated tie
+    counts as neither); NaN when no pair is resolved.
+
+    Raises:
+        ValueError: different lengths, a NaN/infinite value, or a negative spread.
+    """
+    m, e = _pair(measured, estimated, ("measured", "estimated"))
+    s, _ = _pair(spread, measured, ("spread", "measured"))
+    if (s < 0).any():
+        raise ValueError(f"spread must be >= 0; got {float(s[s < 0][0])} at index "
+                         f"{int(np.flatnonzero(s < 0)[0])}")
+    i, j = np.triu_indices(len(m), k=1)
+    resolved = np.abs(m[i] - m[j]) > (s[i] + s[j]) / 2
+    if not resolved.any():
+        return float("nan"), 0
+    i, j = i[resolved], j[resolved]
+    agree = np.sign(m[i] - m[j]) * np.sign(e[i] - e[j])
+    return float(agree.mean()), int(resolved.sum())
 
 
 def adjacent_inversions(reference, values) -> np.ndarray:

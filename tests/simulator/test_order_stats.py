@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tensoropt.simulator.order_stats import (adjacent_inversions, count_inversions, dominated,
-                                             kendall_tau_b)
+                                             kendall_tau_b, tau_on_resolved_pairs)
 
 
 def tau_brute(x, y):
@@ -78,3 +78,22 @@ def test_bad_input_is_named():
         dominated([1, float("nan")], [1, 2])
     with pytest.raises(ValueError, match="one-dimensional"):
         adjacent_inversions([[1, 2]], [[1, 2]])
+
+
+def test_tau_on_resolved_pairs_leaves_out_the_pairs_within_noise():
+    # plans 0-2 measure 10 +- 1 ms apart from 20 ms and 30 ms (spreads 1 and 2): pairs
+    # (0,1), (0,2), (1,2) are within noise, the other 7 of 10 pairs are resolved
+    measured = [10.0, 10.4, 9.8, 20.0, 30.0]
+    spread = [1.0, 1.0, 1.0, 2.0, 2.0]
+    estimated = [12.0, 11.0, 13.0, 19.0, 33.0]       # misorders only the tied three
+    assert tau_on_resolved_pairs(measured, spread, estimated) == (1.0, 7)
+    assert kendall_tau_b(measured, estimated) < 0.8
+    swapped = [12.0, 11.0, 13.0, 35.0, 33.0]         # now misorders 20 ms against 30 ms
+    tau, pairs = tau_on_resolved_pairs(measured, spread, swapped)
+    assert pairs == 7 and tau == pytest.approx(5 / 7)
+    # a pair just beyond half the spreads counts; at it, not
+    assert tau_on_resolved_pairs([0.0, 1.01], [1.0, 1.0], [0.0, 1.0]) == (1.0, 1)
+    assert tau_on_resolved_pairs([0.0, 1.0], [1.0, 1.0], [0.0, 1.0])[1] == 0
+    assert math.isnan(tau_on_resolved_pairs([0.0, 1.0], [1.0, 1.0], [0.0, 1.0])[0])
+    with pytest.raises(ValueError, match="spread must be >= 0"):
+        tau_on_resolved_pairs([0.0, 1.0], [1.0, -1.0], [0.0, 1.0])
