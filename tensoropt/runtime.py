@@ -37,6 +37,7 @@ from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import OPTIONS, SearchSettings
 from tensoropt.search.summary import SearchSummary
 from tensoropt.simulator.attach import frontier_observer, simulate_mode
+from tensoropt.simulator.plan_options import FIT_CHECK
 from tensoropt.simulator.plan_sim import simulate_plan
 from tensoropt.graph import Graph, get_default_graph
 from tensoropt.execution.lowering import Lowered
@@ -248,9 +249,12 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
 
 def _checked_peak(graph):
     """``peak(plan, result, cluster)``: the simulator's liveness peak of ``plan`` on the
-    representative rank, under the search's own cost model."""
+    representative rank, under the search's own cost model, as a bound
+    (``SimOptions(horovod_holds=True)``: horovod may hold a collective's buffers until
+    its value has been read)."""
     def peak(plan, result, cluster) -> float:
-        return float(simulate_plan(graph, plan, cluster, result.space.model).peak_memory_bytes)
+        return float(simulate_plan(graph, plan, cluster, result.space.model,
+                                   FIT_CHECK).peak_memory_bytes)
 
     return peak
 

@@ -46,7 +46,7 @@ from tensoropt.simulator.order_stats import adjacent_inversions, dominated, kend
 from tensoropt.simulator.result import (CriticalStep, RankSummary, SimResult, critical_path,
                                         summarize)
 from tensoropt.simulator.trace import chrome_trace
-from tensoropt.simulator.plan_options import SimOptions
+from tensoropt.simulator.plan_options import FIT_CHECK, SimOptions
 from tensoropt.simulator.plan_sim import PlanSimulator, simulate_plan
 from tensoropt.simulator.check import CheckRow, FrontierCheck, check_frontier
 
@@ -58,6 +58,6 @@ __all__ = [
     "summarize", "critical_path", "SimResult", "RankSummary", "CriticalStep",
     "chrome_trace",
     "kendall_tau_b", "adjacent_inversions", "dominated",
-    "SimOptions", "PlanSimulator", "simulate_plan",
+    "SimOptions", "FIT_CHECK", "PlanSimulator", "simulate_plan",
     "check_frontier", "FrontierCheck", "CheckRow",
 ]

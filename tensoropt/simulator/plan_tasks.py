@@ -68,11 +68,14 @@ Memory buffers (rules of ``memory``):
   (``backward/end``): TensorFlow's executor, on one inter-op thread, defers a kernel it
   counts as expensive (the ``tf.split``) while other ops are queued inline, and the
   backward's own chain of ops keeps that queue full;
-- horovod holds a collective's input (the buffer it reads, or the transposed copy of
-  it) and its result until the collective's value has been read (``value_reader``: the
-  next step of the conversion, else the first task that uses it): its background thread
-  drops them after the op's callback, while the reader runs (traced: 0.5-8 ms after the
-  collective ends);
+- a collective's input (the buffer it reads, or the transposed copy of it) and its
+  result are freed when it ends; with ``SimOptions.horovod_holds`` (the bound a plan's
+  fit is checked against), only once the collective's value has been read (``held_until``:
+  the next step of the conversion, else the first task that uses it). Horovod's
+  background thread drops them after the op's callback, racing the reader: traces of the
+  tiny models caught it holding them through the reader (or to the step's end), while
+  the small models' peaks, the same from run to run, show them gone before the reader
+  allocates (holding them there over-estimated the accuracy bench's peaks by 5-10%);
 - an op's output is allocated by its forward and freed after the last of: its own
   partial-sum all-reduces, each consumer's forward use (the first conversion step, or
   the consumer's forward when no conversion), a consumer's backward that keeps that very
@@ -80,8 +83,8 @@ Memory buffers (rules of ``memory``):
   the output -- unless a keep_consumer edge drops the producer's copy. An op that
   all-reduces its partial output itself writes each sum to a new buffer (allocated when
   the all-reduce starts; the output is the last one): the partial sum before it lives
-  from the forward until the sum has been read (``{op}/in{i}/read``: each consumer's
-  first forward use);
+  from the forward until the all-reduce ends (``horovod_holds``: until the sum has been
+  read, ``{op}/in{i}/read``: each consumer's first forward use);
 - a converted copy lives from its last conversion step until the consumer's forward,
   or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
   backward: the rebuilt copy lives from the rebuild's last step to the consumer's
@@ -90,12 +93,12 @@ Memory buffers (rules of ``memory``):
   the transposed copy of its input when it gathers, scatters or exchanges along a dim
   that is not the first (made as soon as the input exists: for a variable's forward
   conversion, at the step's start, as TensorFlow runs it outside the collective chain),
-  the collective's result before it is moved back and a copying split's pieces (both
-  held by horovod until the step's value has been read, as above), and its result; a
+  the collective's result before it is moved back and a copying split's pieces (during
+  the step; with ``horovod_holds``, until the step's value has been read), and its result; a
   dim-0 split is a view, so a conversion of such slices only keeps the producer's buffer
   alive instead;
-- an intermediate conversion result lives from its step until the next step ends (and
-  has been read, when that step's collective reads it itself);
+- an intermediate conversion result lives from its step until the next step ends (with
+  ``horovod_holds``, and has been read, when that step's collective reads it itself);
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
   until the next step ends, the last one of a gradient until its reader ends: the
   producer's backward, or a parameter's update;
@@ -268,12 +271,13 @@ class PlanContext(RebuildTasks):
                                          math.prod(config.mesh[c.mesh_axis + 1:]))
                 for c in items]
 
-    @staticmethod
-    def value_reader(names: list[str], m: int, final: list[str]) -> list[str]:
-        """What reads the value of collective step ``m`` of ``names``: the next step,
-        else ``final`` (the first task that uses the converted value). Horovod holds a
-        collective's input and its result until that reader has run: its background
-        thread drops them after the op's callback, while the reader runs."""
+    def held_until(self, names: list[str], m: int, final: list[str]) -> list[str]:
+        """With ``SimOptions.horovod_holds``, what reads the value of collective step
+        ``m`` of ``names``: the next step, else ``final`` (the first task that uses the
+        converted value), until whose end horovod may hold the step's input and result;
+        else nothing (they are freed when the step ends)."""
+        if not self.options.horovod_holds:
+            return []
         return names[m + 1:m + 2] or list(final[:1])
 
     def _conversion_buffers(self, f: Fragment, names: list[str], held: ConversionBuffers,
@@ -283,14 +287,15 @@ class PlanContext(RebuildTasks):
         ``step_buffers.conversion_step_buffers``): per step,
         the moved copy of its input (from ``ready``, the tasks after which the first
         step's input exists, else from the step's start) and its scratch, until the
-        step's value has been read (``value_reader``; until the step ends when the tasks
-        are not ``horovod`` collectives: a conversion of local slices), its value
-        (until the next step ends, or has been read when that step reads it directly);
+        step ends (or, with ``horovod_holds``, until its value has been read: not for
+        tasks that are not ``horovod`` collectives, a conversion of local slices), its
+        value (until the next step ends, or has been read when that step reads it
+        directly and horovod holds it);
         the last value (``last_name``) until ``last_free``. Returns whether the
         converted value is a view of the producer's buffer (which must then live as
         long)."""
         assert not names or len(names) == len(held.steps), (names, held)
-        read = (lambda m: self.value_reader(names, m, last_free)) if horovod else (lambda m: [])
+        read = (lambda m: self.held_until(names, m, last_free)) if horovod else (lambda m: [])
         for m, (task, b) in enumerate(zip(names, held.steps)):
             if b.moved_in:
                 alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
@@ -371,13 +376,14 @@ class PlanContext(RebuildTasks):
                 frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"] + [f"{n}/release{s}" for n in consumers]
                 nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
                 reduce = [names[m] for m, x in enumerate(items) if x.output == j]
-                # each partial-sum all-reduce writes a new buffer; horovod holds its input
-                # until the result has been read (the next all-reduce, else the consumers)
+                # each partial-sum all-reduce writes a new buffer and frees its input when
+                # it ends (with ``horovod_holds``, when the result has been read: the next
+                # all-reduce, else the consumers' first uses)
                 readers = [f"{n}/read{s}" for n in consumers] or [f"{c}/out{j}{s}"]
                 for m, task in enumerate(reduce):
                     f.add_buffer(f"{task}:partial sum", nbytes, "activation",
                                  alloc=reduce[m - 1] if m else fwd,
-                                 free_after=[task] + (reduce[m + 1:m + 2] or readers))
+                                 free_after=[task] + self.held_until(reduce, m, readers))
                 f.add_buffer(f"{c}:out{j}{s}", nbytes, "activation", alloc=reduce[-1] if reduce else fwd,
                              free_after=frees)
             internal = cost.saved_bytes - _saved_io_bytes(op, config)
@@ -472,11 +478,11 @@ class PlanContext(RebuildTasks):
                 uses = [fwd] + ([bwd] if keep_copy else [])
                 view = self._conversion_buffers(f, names, fwd_buffers, f"{c}/in{i}:copy", uses, r,
                                                 "activation", [src], horovod=bool(fwd_calls))
-                # a collective that reads the producer's buffer itself holds it until its
-                # value has been read
+                # a collective that reads the producer's buffer itself may hold it until
+                # its value has been read (``horovod_holds``)
                 direct = bool(fwd_calls) and not fwd_buffers.steps[0].moved_in
                 self._join(f, f"{c}/in{i}/release", r, uses if view else
-                           names[:1] + (self.value_reader(names, 0, uses) if direct else []))
+                           names[:1] + (self.held_until(names, 0, uses) if direct else []))
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
             # backward: slot R (keep_producer rebuild), then P (inputs the op converts
@@ -502,9 +508,9 @@ class PlanContext(RebuildTasks):
                                                       self.copy_seconds(bwd_held, tensor.dtype.itemsize))
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
-            # horovod holds each step's input and result until the step's value is read
-            # (``value_reader``): the next step, else the gradient's reader
-            read = lambda m: self.value_reader(names, m, reader)   # noqa: E731
+            # with ``horovod_holds``, each step's input and result live until the step's
+            # value has been read: the next step, else the gradient's reader
+            read = lambda m: self.held_until(names, m, reader)   # noqa: E731
             for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
                 if held.moved_in:     # moved as soon as its input exists
@@ -520,8 +526,8 @@ class PlanContext(RebuildTasks):
                 f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
                              alloc=task, free_after=[task] + after, rank=r)
             # the gradient the consumer computed is read by the first backward collective
-            # (or the transpose before it; the collective holds it until its value is
-            # read), else by the reader itself
+            # (or the transpose before it; with ``horovod_holds``, until its value has
+            # been read), else by the reader itself
             first = [f"{bwd_calls[0].name}/ready{s}"] if names and bwd_held[0].moved_in else \
                 names[:1] + read(0) if names else (reader if grad else [])
             if grad and not names and ep.backward_steps and self.ops[p].kind == "variable":

@@ -16,7 +16,7 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt import models
-from tensoropt.simulator import simulate_plan
+from tensoropt.simulator import FIT_CHECK, simulate_plan
 
 SIZE = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] in ("tiny", "small") else "tiny"
 COST_MODEL = os.environ.get("TENSOROPT_OOM_COST_MODEL", "analytical")
@@ -24,9 +24,9 @@ COST_MODEL = os.environ.get("TENSOROPT_OOM_COST_MODEL", "analytical")
 
 def checked_peak(graph, plan) -> float:
     """The plan's memory as ``mini_time`` checks it: its additive estimate or its
-    simulated peak, the larger."""
+    simulated peak as a bound (``FIT_CHECK``), the larger."""
     return max(plan.memory_bytes, simulate_plan(graph, plan, to.runtime.local_cluster(),
-                                                COST_MODEL).peak_memory_bytes)
+                                                COST_MODEL, FIT_CHECK).peak_memory_bytes)
 
 
 def main(out_path, names):

@@ -8,13 +8,14 @@ estimate sits at it, and what the estimate does not model decides which side of 
 run lands on. The analytical cost model (as CI runs it) counts TensorFlow's CPU kernels'
 big transients (``costs.cpu_workspaces``: the 23 MB im2col buffer of the tiny CNN's
 convolution backprop, the LSTM's per-step weight-gradient partials); the simulator
-holds a collective's input and result until its value has been read (horovod's thread
-drops them late), an op's partial sum beside its all-reduced output, and a parameter's
-locally sliced gradient until the backward ends (TensorFlow's executor defers the
-split). Measured (2026-11-27, uncalibrated): before the workspaces, the CNN at 114x its
-limit and the LSTM 1.8x; before the horovod and executor rules, the MLP up to 5.8% over
-and the CNN 0.14% over; with them, five launches, every rank under: mlp 4.4-4.5%, cnn
-0.14-0.27%, transformer 2.8-7.6%, lstm 10.9% under.
+holds an op's partial sum beside its all-reduced output and a parameter's locally sliced
+gradient until the backward ends (TensorFlow's executor defers the split), and the fit
+is checked against its bound (``FIT_CHECK``: a collective's input and result held until
+its value has been read, as horovod's thread may hold them). Measured (2026-11-27,
+uncalibrated): before the workspaces, the CNN at 114x its limit and the LSTM 1.8x;
+before the executor rule and the bound, the MLP up to 5.8% over and the CNN 0.14% over;
+with them, eight launches, every rank under: mlp 4.4-4.5%, cnn 0.14-0.27%, transformer
+2.8-7.6%, lstm 10.9% under.
 """
 
 import json

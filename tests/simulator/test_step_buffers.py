@@ -13,7 +13,7 @@ from tensoropt import models
 from tensoropt.costs.collective_times import AnalyticalCollectives
 from tensoropt.costs.model import CostModel
 from tensoropt.search.driver import sample_plan, sampling_space
-from tensoropt.simulator import PlanSimulator
+from tensoropt.simulator import PlanSimulator, SimOptions
 from tensoropt.simulator.memory import _lifetimes
 from tensoropt.simulator.step_buffers import (StepBuffers, conversion_step_buffers, split_copies,
                                               transpose_copies)
@@ -79,14 +79,14 @@ def test_allreduce_holds_its_result_only():
 
 # -- in the simulated step ----------------------------------------------------------------------
 
-def _column_gathers_of_weights(**model_options):
+def _column_gathers_of_weights(options=None, **model_options):
     """``(timeline, edge, block bytes, gathered bytes, gather task)`` wherever a sampled
     plan of the tiny MLP on 2 devices gathers a weight split by columns for its matmul."""
     models.build("mlp", size="tiny")
     graph = to.get_default_graph()
     cl = plan_models.cluster(2)
     model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops, **model_options)
-    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
+    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl, options)
     rng = np.random.default_rng(3)
     ops = {op.name: op for op in graph.operations}
     for _ in range(12):
@@ -102,15 +102,16 @@ def _column_gathers_of_weights(**model_options):
                    f"allgather/{e.consumer}/in{e.input}/0")
 
 
-def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_matmul_ends():
+@pytest.mark.parametrize("holds", [False, True])
+def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_start_until_the_gather_ends(holds):
     # Wherever a weight split by columns is gathered for its matmul, TensorFlow transposes
     # the weight's block as soon as the step starts (nothing orders the transpose after
-    # the collective chain), and horovod holds it and the gathered block until the
-    # gather's value has been read (its thread drops them after the op's callback, while
-    # the reader runs): the moved block, the gathered block and the one moved back are
-    # all live during the matmul.
+    # the collective chain) and horovod holds it until the gather ends; the gathered block
+    # and the one moved back are both live during the gather. With horovod_holds (the
+    # fit check's bound), the moved block and the gathered one live until the matmul
+    # that reads the gather's value ends.
     checked = 0
-    for t, e, block, gathered, gather in _column_gathers_of_weights():
+    for t, e, block, gathered, gather in _column_gathers_of_weights(SimOptions(horovod_holds=holds)):
         b = t.graph.buffers
         alloc, free = _lifetimes(t)
         start = dict(zip(t.graph.names, t.start_ps.tolist()))
@@ -119,10 +120,11 @@ def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_sta
         moved = b.names.index(f"{gather}:moved in")
         assert size[f"{gather}:moved in"] == block
         assert alloc[moved] == end[f"{e.producer}/out0"] < start[gather]
+        held_to = end[f"{e.consumer}/fwd"] if holds else end[gather]
         assert end[gather] < end[f"{e.consumer}/fwd"]
-        assert free[moved] == end[f"{e.consumer}/fwd"]
+        assert free[moved] == held_to
         assert size[f"{gather}:scratch"] == gathered          # before it moves back
-        assert free[b.names.index(f"{gather}:scratch")] == end[f"{e.consumer}/fwd"]
+        assert free[b.names.index(f"{gather}:scratch")] == held_to
         assert size[f"{e.consumer}/in{e.input}:copy"] == gathered
         checked += 1
     assert checked >= 2
@@ -140,15 +142,18 @@ def _first_forward_reader(t, e) -> str:
     return sliced if sliced in g.names else f"{e.consumer}/fwd"
 
 
-def test_an_ops_own_partial_sum_all_reduce_writes_a_new_buffer_and_holds_the_partial_sum_until_it_is_read():
+@pytest.mark.parametrize("holds", [False, True])
+def test_an_ops_own_partial_sum_all_reduce_writes_its_sum_to_a_new_buffer(holds):
     # An op whose reduction dim is split all-reduces its output itself. Horovod's
-    # all-reduce writes its result to a new buffer, and its thread drops the input (the
-    # partial sum) only after the result's readers have run: both are live meanwhile.
+    # all-reduce writes its result to a new buffer: the partial sum and the sum are both
+    # live during it. With horovod_holds (the fit check's bound), the partial sum lives
+    # until the sum's readers have run.
     models.build("mlp", size="tiny")
     graph = to.get_default_graph()
     cl = plan_models.cluster(2)
     model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops)
-    space, sim = sampling_space(graph, model), PlanSimulator(graph, model, cl)
+    space = sampling_space(graph, model)
+    sim = PlanSimulator(graph, model, cl, SimOptions(horovod_holds=holds))
     rng = np.random.default_rng(3)
     checked = 0
     for _ in range(16):
@@ -166,7 +171,7 @@ def test_an_ops_own_partial_sum_all_reduce_writes_a_new_buffer_and_holds_the_par
             assert alloc[partial] == start[f"{op.name}/fwd"]
             assert alloc[out] == start[task] >= end[f"{op.name}/fwd"]
             readers = [_first_forward_reader(t, e) for e in plan.edges if e.producer == op.name]
-            assert free[partial] == max([end[task]] + [end[n] for n in readers])
+            assert free[partial] == max([end[task]] + [end[n] for n in readers if holds])
             checked += 1
     assert checked >= 3
 
