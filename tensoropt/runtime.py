@@ -172,9 +172,11 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             simulated peak exceeds the memory limit. Not for "profiling".
         check_peak: True (default): the chosen plan's peak over the step, as the
             simulator's liveness counts it (saved activations, transient and
-            re-scheduling buffers, parameters, gradients and slots), must also fit the
-            memory limit, not only the additive estimate the search optimizes; the
-            fastest frontier plan for which both fit is chosen.
+            re-scheduling buffers, parameters, gradients and slots) as a bound
+            (``simulator.FIT_CHECK``: horovod may hold a collective's buffers until its
+            value has been read), must also fit the memory limit, not only the additive
+            estimate the search optimizes; the fastest frontier plan for which both fit
+            is chosen.
 
     Returns:
         The chosen Plan (frozen) for "mini_time" and "mini_parallelism"; for "profiling",
