@@ -2,20 +2,27 @@
 formula: what the analytical cost model knows of op workspaces on a CPU job (the
 profiler measures them instead, ``ComputeProfiler.workspace_bytes``).
 
-Two are large enough to decide whether a plan fits; both were checked against the
-profiler's measurements on TensorFlow 2.21 with oneDNN off (as ``tensoropt._tf`` runs it):
+Three are large enough to decide whether a plan fits; all were checked against
+measurements on TensorFlow 2.21 with oneDNN off (as ``tensoropt._tf`` runs it):
 
-- **conv2d backward.** ``Conv2DCustomBackpropInputOp`` (TensorFlow's CPU kernel for
-  ``Conv2DBackpropInput``) allocates an im2col buffer of ``shard`` images x
-  ``output_image_size`` x ``filter_total_size`` elements. ``shard`` is 1 when the batch
-  is one image, or when one image's matmuls per intra-op thread reach the 256 KiB it takes
-  for an L2 cache; otherwise it fills the 30 MiB it takes for an L3 cache, whatever the
-  batch: ``ceil((30 MiB / itemsize) / work_unit)``, with
-  ``work_unit = out_image x out_depth + filter_total x out_depth + out_image x filter_total``.
-  On the tiny CNN (8 x 16 x 16 x 3 images, 3 x 3 x 3 x 8 filter) this is 858 images:
-  23.7 MB for a layer whose activations are 32 KiB. The gradient of the convolution's
-  input is computed (TensorFlow's gated gradients group both), and the buffer is held
-  while it is.
+- **conv2d backward.** ``Conv2DCustomBackpropFilterOp`` and
+  ``Conv2DCustomBackpropInputOp`` (TensorFlow's CPU kernels for the two gradients, run
+  one after the other) each allocate an im2col buffer of ``shard`` images x
+  ``output_image_size`` x ``filter_total_size`` elements. The filter's ``shard`` fills
+  the 30 MiB it takes for an L3 cache, whatever the batch:
+  ``ceil((30 MiB / itemsize) / work_unit)``, with
+  ``work_unit = out_image x out_depth + filter_total x out_depth + out_image x filter_total``;
+  the input's is the same, or 1 when the batch is one image or one image's matmuls per
+  intra-op thread reach the 256 KiB it takes for an L2 cache. So the backward holds the
+  filter's buffer at most. On the tiny CNN (8 x 16 x 16 x 3 images, 3 x 3 x 3 x 8 filter)
+  this is 858 images: 23.7 MB for a layer whose activations are 32 KiB; on the small
+  CNN's second layer (16 x 16 outputs, 3 x 3 x 32 x 64 filter), 73 images, 21.5 MB
+  (traced: 21,602,304 bytes with the 72 KiB gradient it writes). Both gradients are
+  computed (TensorFlow's gated gradients group them).
+- **broadcast matmul backward.** A batched matmul of a rank > 2 left operand and a
+  rank-2 right one (a vocabulary projection of ``[batch, seq, hidden]``) takes the right
+  operand's gradient as one product per batch element, ``[b..., k, n]``, summed after:
+  the small LSTM model's 16 products of its 10 MB softmax kernel, 164 MB, traced.
 - **lstm backward.** The fused ``lstm`` op runs as one matmul per time step; the
   gradients of its kernel and bias are one partial per step, summed by an ``AddN`` when
   the last step's backward is done, which writes the sum into one of them: beyond the
@@ -30,15 +37,34 @@ Usage::
 
 from __future__ import annotations
 
+import math
+
 from tensoropt.configs import Config, input_layout, output_layout
 
 __all__ = ["CpuKernelWorkspaces", "conv2d_backprop_input_buffer_bytes",
-           "TARGET_WORKING_SET_BYTES", "MIN_THREAD_WORK_BYTES"]
+           "conv2d_backprop_filter_buffer_bytes", "TARGET_WORKING_SET_BYTES",
+           "MIN_THREAD_WORK_BYTES"]
 
-#: ``Conv2DCustomBackpropInputOp``'s target working set (its "L3 cache size").
+#: the convolution backprop kernels' target working set (their "L3 cache size").
 TARGET_WORKING_SET_BYTES = 30 << 20
 #: ... and the per-thread work above which it contracts one image at a time ("L2").
 MIN_THREAD_WORK_BYTES = 256 << 10
+
+
+def _work_unit(output_image_size: int, filter_total_size: int, out_depth: int) -> int:
+    return (output_image_size * out_depth + filter_total_size * out_depth
+            + output_image_size * filter_total_size)
+
+
+def conv2d_backprop_filter_buffer_bytes(output_image_size: int, filter_total_size: int,
+                                        out_depth: int, itemsize: int) -> int:
+    """Bytes of the im2col buffer of TensorFlow's CPU ``Conv2DBackpropFilter`` on a local
+    shard (see the module doc), whose output has ``output_image_size`` positions and
+    ``out_depth`` channels, with a filter of ``filter_total_size`` = height x width x
+    input depth; the batch does not change it."""
+    work_unit = _work_unit(output_image_size, filter_total_size, out_depth)
+    shard = -(-(TARGET_WORKING_SET_BYTES // itemsize) // work_unit)
+    return shard * output_image_size * filter_total_size * itemsize
 
 
 def conv2d_backprop_input_buffer_bytes(batch: int, output_image_size: int,
@@ -48,11 +74,12 @@ def conv2d_backprop_input_buffer_bytes(batch: int, output_image_size: int,
     shard (see the module doc): ``batch`` images whose output has ``output_image_size``
     positions and ``out_depth`` channels, a filter of ``filter_total_size`` = height x
     width x input depth, on ``threads`` intra-op threads."""
-    work_unit = (output_image_size * out_depth + filter_total_size * out_depth
-                 + output_image_size * filter_total_size)
+    work_unit = _work_unit(output_image_size, filter_total_size, out_depth)
     parallel = batch == 1 or work_unit // max(1, threads) >= MIN_THREAD_WORK_BYTES // itemsize
-    shard = 1 if parallel else -(-(TARGET_WORKING_SET_BYTES // itemsize) // work_unit)
-    return shard * output_image_size * filter_total_size * itemsize
+    if parallel:
+        return output_image_size * filter_total_size * itemsize
+    return conv2d_backprop_filter_buffer_bytes(output_image_size, filter_total_size, out_depth,
+                                               itemsize)
 
 
 class CpuKernelWorkspaces:
@@ -75,14 +102,24 @@ class CpuKernelWorkspaces:
             return 0, self._conv2d_backward(op, config)
         if op.kind == "lstm":
             return 0, self._lstm_backward(op, config)
+        if op.kind == "matmul":
+            return 0, self._broadcast_matmul_backward(op, config)
         return 0, 0
 
     def _conv2d_backward(self, op, config: Config) -> int:
         x, w, y = op.inputs[0], op.inputs[1], op.outputs[0]
         kh, kw, cin, cout = input_layout(op, config, 1).local_shape(w.shape)
         batch, oh, ow, _ = output_layout(op, config, 0).local_shape(y.shape)
-        return conv2d_backprop_input_buffer_bytes(batch, oh * ow, kh * kw * cin, cout,
-                                                  x.dtype.itemsize, self.threads)
+        return max(conv2d_backprop_filter_buffer_bytes(oh * ow, kh * kw * cin, cout, x.dtype.itemsize),
+                   conv2d_backprop_input_buffer_bytes(batch, oh * ow, kh * kw * cin, cout,
+                                                      x.dtype.itemsize, self.threads))
+
+    def _broadcast_matmul_backward(self, op, config: Config) -> int:
+        a, b = op.inputs
+        if a.shape.rank <= 2 or b.shape.rank != 2:
+            return 0
+        batch = output_layout(op, config, 0).local_shape(op.outputs[0].shape)[:-2]
+        return math.prod(batch) * input_layout(op, config, 1).local_bytes(b.shape, b.dtype.itemsize)
 
     def _lstm_backward(self, op, config: Config) -> int:
         x, kernel, bias = op.inputs

@@ -106,7 +106,10 @@ class LSTMDef(OpDef):
             outputs=(("b", "t", "h"), ("b", "h"), ("b", "h")),
             unsplittable={"t", "d", "i"}, flops=3 * t * step_flops,
             saved_inputs=(0, 1), saved_outputs=(0,),
-            saved_internal=tuple(("b", "t", "h") for _ in range(5)),  # i, j, f, o, c per step
+            # per step, what the gradient reads: the gates' activations (i, j, f, o: each
+            # computed in place over its slice), c and tanh(c), each [b, h], and the
+            # [x_t, h] concatenation the kernel's gradient reads, [b, d + h] (traced, TF 2.21)
+            saved_internal=tuple(("b", "t", "h") for _ in range(6)) + (("b", "t", "i"),),
             notes="t is sequential; d and i feed gate nonlinearities; splitting h all-gathers h per step")
         return Signature((((b, t, h), float32), ((b, h), float32), ((b, h), float32)), space)
 

@@ -9,7 +9,8 @@ import pytest
 import tensoropt as to
 from tensoropt.cluster.presets import get_cluster, is_local, local_cluster
 from tensoropt.configs import Config
-from tensoropt.costs.cpu_workspaces import CpuKernelWorkspaces, conv2d_backprop_input_buffer_bytes
+from tensoropt.costs.cpu_workspaces import (CpuKernelWorkspaces, conv2d_backprop_filter_buffer_bytes,
+                                            conv2d_backprop_input_buffer_bytes)
 from tensoropt.search.strategy import make_cost_model
 
 
@@ -39,6 +40,39 @@ def test_more_threads_share_the_work_unit_below_the_l2_threshold():
     unit = 500 * 40 + 100 * 40 + 500 * 100
     assert conv2d_backprop_input_buffer_bytes(4, 500, 100, 40, 4, 2) == \
         -(-(30 << 20) // 4 // unit) * 500 * 100 * 4
+
+
+def test_the_filter_gradients_im2col_buffer_fills_the_working_set_for_any_batch_or_image():
+    # the small CNN's second layer: 16x16 outputs, 3x3x32 filter, 64 channels: a work
+    # unit of 16,384 + 18,432 + 73,728 = 108,544 floats, ceil(7,864,320 / 108,544) =
+    # 73 images of 256 x 288 floats (traced: 21,602,304 bytes, with its 73,728 B output)
+    assert conv2d_backprop_filter_buffer_bytes(256, 288, 64, 4) == 73 * 256 * 288 * 4 == 21_528_576
+    # where the input's gradient contracts one image at a time, the filter's does not
+    unit = 1024 * 64 + 576 * 64 + 1024 * 576
+    assert conv2d_backprop_filter_buffer_bytes(1024, 576, 64, 4) == -(-(30 << 20) // 4 // unit) * 1024 * 576 * 4
+    assert conv2d_backprop_input_buffer_bytes(16, 1024, 576, 64, 4, threads=1) == 1024 * 576 * 4
+
+
+def test_a_conv2d_backward_holds_the_larger_of_its_two_im2col_buffers():
+    x = to.placeholder(to.float32, [16, 16, 16, 32], name="x")
+    w = to.get_variable("w", [3, 3, 32, 64])
+    op = to.nn.conv2d(x, w, strides=1, padding="SAME").op
+    # the input's gradient contracts per image here (108,544 floats >= 65,536 per thread)
+    assert conv2d_backprop_input_buffer_bytes(16, 256, 288, 64, 4, threads=1) == 256 * 288 * 4
+    assert CpuKernelWorkspaces(threads=1).workspace_bytes(op, Config((1,), (None,))) == (0, 21_528_576)
+
+
+def test_a_broadcast_matmul_holds_one_right_operand_gradient_per_batch_element():
+    a = to.placeholder(to.float32, [4, 6, 16], name="a")
+    b = to.get_variable("b", [16, 10])
+    op = to.matmul(a, b).op
+    ws = CpuKernelWorkspaces(threads=1)
+    assert ws.workspace_bytes(op, Config((1,), (None,))) == (0, 4 * 16 * 10 * 4)
+    assert ws.workspace_bytes(op, Config((2,), ("n",))) == (0, 4 * 16 * 5 * 4)     # half of b
+    assert ws.workspace_bytes(op, Config((2,), ("b0",))) == (0, 2 * 16 * 10 * 4)   # half the batch
+    # a batch of right operands: one gradient each, no products to sum
+    c = to.placeholder(to.float32, [4, 16, 10], name="c")
+    assert ws.workspace_bytes(to.matmul(a, c).op, Config((1,), (None,))) == (0, 0)
 
 
 def _conv():
