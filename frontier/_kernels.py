@@ -154,9 +154,15 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
                 need = ra + v - (ta + bv[s2 - 1, 1])
             s = s2
         else:
+            n1 = -np.inf                     # two running maxima: half the wait on max
             while ta + bv[s, 1] >= v:
                 need = max(need, ra + bv[s, 2] + v - (ta + bv[s, 1]))
                 s += 1
+                if not ta + bv[s, 1] >= v:
+                    break
+                n1 = max(n1, ra + bv[s, 2] + v - (ta + bv[s, 1]))
+                s += 1
+            need = max(need, n1)
         if s < b1:
             return ((av[i, 0] + mk) + bv[s, 0], ta + bv[s, 1], x2, i, s), need
         return (np.inf, np.inf, -1, -1, -1), need
@@ -176,9 +182,15 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
             need = rb + v - ((av[s2 - 1, 1] + tk) + tb)
         s = s2
     else:
+        n1 = -np.inf
         while (av[s, 1] + tk) + tb >= v:
             need = max(need, av[s, 2] + rb + v - ((av[s, 1] + tk) + tb))
             s += 1
+            if not (av[s, 1] + tk) + tb >= v:
+                break
+            n1 = max(n1, av[s, 2] + rb + v - ((av[s, 1] + tk) + tb))
+            s += 1
+        need = max(need, n1)
     if s < a1:
         return ((av[s, 0] + mk) + bv[j, 0], (av[s, 1] + tk) + tb, x2, s, j), need
     return (np.inf, np.inf, -1, -1, -1), need

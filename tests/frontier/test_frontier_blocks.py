@@ -133,3 +133,41 @@ def test_merge_loop_inlines_its_per_candidate_helpers():
                _raise, block_in, cell_row):
         assert fn.targetoptions.get("_nrt") is False, fn
         assert fn.targetoptions.get("inline") == "always", fn
+
+
+@pytest.mark.parametrize("walk_a", [True, False])
+def test_stream_step_skips_a_dominated_run_with_the_loop_s_radius(walk_a):
+    """With radii, ``_next_in_stream`` walks a stream's dominated run keeping two
+    running maxima of the radius its keeper needs; it must stop where the plain loop
+    over the run stopped and give its radius, bit for bit, for runs of every length
+    (odd and even)."""
+    from frontier._kernels import _next_in_stream
+
+    rng = np.random.default_rng(3)
+    n = 40
+    t = np.sort(rng.random(n) * 10.0)[::-1].copy()          # times descending
+    long = np.zeros((n, 4))
+    long[:, 0] = np.arange(n, dtype=float)
+    long[:, 1] = t
+    long[:, 2] = rng.random(n) * 0.3
+    one = np.array([[0.5, 0.25, 0.125, 0.0]])                # the other side: one point
+    tk, rk = 0.1, 0.01
+    for v in np.r_[t[::3] + 0.2, 11.0]:
+        if walk_a:
+            av, bv, cur = long, one, (0.0, 0.0, 2, 0, 0)
+            blk = (0, n, 0, 1, 0.0, tk, rk, True, False)
+            rad, add1, add2 = one[0, 2] + rk, tk, one[0, 1]
+        else:
+            av, bv, cur = one, long, (0.0, 0.0, 2, 0, 0)
+            blk = (0, 1, 0, n, 0.0, tk, rk, False, True)
+            rad, add1, add2 = one[0, 2] + rk, one[0, 1] + tk, 0.0
+        s, need = 1, -np.inf                                 # the plain loop
+        while s < n and (long[s, 1] + add1) + add2 >= v:
+            need = max(need, ((rad + long[s, 2]) + v) - ((long[s, 1] + add1) + add2))
+            s += 1
+        nxt, got = _next_in_stream(av, bv, blk, cur, v, False)
+        if (long[n - 1, 1] + add1) + add2 >= v:               # all dominated: no next
+            assert nxt[2] == -1
+            continue
+        assert (nxt[3] if walk_a else nxt[4]) == s
+        assert got == need
