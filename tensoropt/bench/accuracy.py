@@ -13,8 +13,11 @@ trained. Measured, per plan (slowest or largest rank):
 
 - time: the median wall time of untraced steps, with its spread (the interquartile
   range). Up to ``--group`` plans are held open at once and timed in ``--rounds``
-  interleaved rounds (``bench.interleaved``), at least ``--steps`` steps and
-  ``--seconds`` seconds per plan, so the machine's drift falls on all of them alike;
+  interleaved rounds (``bench.interleaved``), at least ``--steps`` steps
+  (``--frontier-steps`` for the frontier's plans, whose order tau scores: their times lie
+  within a few percent of each other, and the small LSTM's 5-step medians were too noisy
+  to order them: tau 0.42-0.69, then 0.87 with 20 steps) and ``--seconds`` seconds per
+  plan, so the machine's drift falls on all of them alike;
 - network: the median over ``--repeats`` traced steps of the time inside horovod ops;
   ops (printed per plan, not scored): the same of the other ops' summed times, beside
   the simulator's compute time, to tell where a gap is;
@@ -117,16 +120,19 @@ def main(argv=None) -> int:
     parser.add_argument("--plans", type=int, default=20, help="sampled plans per model")
     parser.add_argument("--frontier", type=int, default=10, help="plans spread along each frontier")
     parser.add_argument("--steps", type=int, default=5, help="the fewest timed steps per plan (median)")
+    parser.add_argument("--frontier-steps", type=int, default=20,
+                        help="the fewest timed steps per frontier plan (median)")
     parser.add_argument("--seconds", type=float, default=3.0, help="the fewest timed seconds per plan")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds over a group's plans")
     parser.add_argument("--group", type=int, default=10, help="plans held open and interleaved at once")
     parser.add_argument("--repeats", type=int, default=3, help="traced steps per plan (network, memory)")
     parser.add_argument("--cost-model", default="profiled", choices=["profiled", "analytical"])
     args = parser.parse_args(argv)
-    if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or \
-            min(args.steps, args.repeats, args.rounds, args.group) < 1 or args.seconds < 0:
-        parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --repeats, --rounds, "
-                     "--group >= 1; --seconds >= 0")
+    counts = (args.steps, args.frontier_steps, args.repeats, args.rounds, args.group)
+    if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or min(counts) < 1 \
+            or args.seconds < 0:
+        parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --frontier-steps, "
+                     "--repeats, --rounds, --group >= 1; --seconds >= 0")
     world = to.init()
     from mpi4py import MPI
 
@@ -145,7 +151,9 @@ def main(argv=None) -> int:
             for start in range(0, len(of_kind), args.group):
                 group = of_kind[start:start + args.group]
                 measured = measure_group(spec, [to.Plan.from_json(r["plan"]) for r in group], feed, comm,
-                                         rounds=args.rounds, min_steps=args.steps, min_time_s=args.seconds,
+                                         rounds=args.rounds,
+                                         min_steps=args.frontier_steps if kind == "frontier" else args.steps,
+                                         min_time_s=args.seconds,
                                          repeats=args.repeats)
                 for r, m in zip(group, measured):
                     r["measured"] = m

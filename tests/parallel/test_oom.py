@@ -42,5 +42,6 @@ def test_mini_time_plans_measured_peak_stays_under_the_memory_limit(mpirun, tmp_
     for model, r in rows.items():
         assert r["estimated_bytes"] <= r["limit_bytes"] < r["fastest_bytes"], (
             f"{model}: the limit should rule out the fastest plan (its checked peak)")
-        what = f"{model} ({size}): measured peak per rank {r['measured_peak_bytes']}, limit {r['limit_bytes']:.0f}"
+        what = (f"{model} ({size}): measured peak per rank {r['measured_peak_bytes']}, "
+                f"limit {r['limit_bytes']:.0f}")
         assert max(r["measured_peak_bytes"]) <= r["limit_bytes"], what
