@@ -280,35 +280,43 @@ class PlanContext(RebuildTasks):
             return []
         return names[m + 1:m + 2] or list(final[:1])
 
+    def direct_input_held(self, names: list[str], steps, m: int, final: list[str]) -> list[str]:
+        """``held_until`` for the value collective step ``m`` of ``names`` reads itself
+        (the step before's, or the producer's buffer for the first): nothing when the
+        step reads a moved copy of it instead (``steps[m].moved_in``, counted apart), or
+        there is no step ``m``."""
+        if m >= len(names) or steps[m].moved_in:
+            return []
+        return self.held_until(names, m, final)
+
     def _conversion_buffers(self, f: Fragment, names: list[str], held: ConversionBuffers,
                             last_name: str, last_free: list[str], r: int, why: str,
-                            ready: list[str] | None = None, horovod: bool = True) -> bool:
+                            ready: list[str] | None = None) -> bool:
         """A conversion's buffers as TensorFlow holds them (``held``, from
         ``step_buffers.conversion_step_buffers``): per step,
         the moved copy of its input (from ``ready``, the tasks after which the first
         step's input exists, else from the step's start) and its scratch, until the
-        step ends (or, with ``horovod_holds``, until its value has been read: not for
-        tasks that are not ``horovod`` collectives, a conversion of local slices), its
-        value (until the next step ends, or has been read when that step reads it
-        directly and horovod holds it);
-        the last value (``last_name``) until ``last_free``. Returns whether the
+        step ends (or, with ``horovod_holds``, until its value has been read; a
+        conversion of local slices has neither), its value (until the next step ends,
+        or has been read when that step reads it directly and horovod holds it); the
+        last value (``last_name``) until ``last_free``. Returns whether the
         converted value is a view of the producer's buffer (which must then live as
         long)."""
         assert not names or len(names) == len(held.steps), (names, held)
-        read = (lambda m: self.held_until(names, m, last_free)) if horovod else (lambda m: [])
         for m, (task, b) in enumerate(zip(names, held.steps)):
+            held_to = [task] + self.held_until(names, m, last_free)
             if b.moved_in:
                 alloc = self._join(f, f"{last_name}/ready", r, ready) if m == 0 and ready \
                     else task
                 f.add_buffer(f"{task}:moved in", b.moved_in, "conversion", alloc=alloc,
-                             free_after=[task] + read(m), rank=r)
+                             free_after=held_to, rank=r)
             if b.scratch:
                 f.add_buffer(f"{task}:scratch", b.scratch, "conversion", alloc=task,
-                             free_after=[task] + read(m), rank=r)
+                             free_after=held_to, rank=r)
             if m + 1 < len(names):
-                direct = not held.steps[m + 1].moved_in      # the next collective reads it
-                f.add_buffer(f"{task}:out", b.out, "conversion", alloc=task,
-                             free_after=[names[m + 1]] + (read(m + 1) if direct else []), rank=r)
+                f.add_buffer(f"{task}:out", b.out, "conversion", alloc=task, rank=r,
+                             free_after=[names[m + 1]] + self.direct_input_held(
+                                 names, held.steps, m + 1, last_free))
         if names:
             f.add_buffer(last_name + self.sfx(r), held.steps[-1].out, why,
                          alloc=names[-1], free_after=last_free, rank=r)
@@ -373,7 +381,8 @@ class PlanContext(RebuildTasks):
             for j, t in enumerate(op.outputs):
                 consumers = [f"{self.ops[self.edges[e][0]].name}/in{self.edges[e][1]}"
                              for e in self.out_edges[k].get(j, ())]
-                frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"] + [f"{n}/release{s}" for n in consumers]
+                frees = [f"{c}/out{j}{s}", f"{c}/out{j}/keep{s}"] + \
+                    [f"{n}/release{s}" for n in consumers]
                 nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
                 reduce = [names[m] for m, x in enumerate(items) if x.output == j]
                 # each partial-sum all-reduce writes a new buffer and frees its input when
@@ -477,12 +486,11 @@ class PlanContext(RebuildTasks):
             if converted:
                 uses = [fwd] + ([bwd] if keep_copy else [])
                 view = self._conversion_buffers(f, names, fwd_buffers, f"{c}/in{i}:copy", uses, r,
-                                                "activation", [src], horovod=bool(fwd_calls))
-                # a collective that reads the producer's buffer itself may hold it until
-                # its value has been read (``horovod_holds``)
-                direct = bool(fwd_calls) and not fwd_buffers.steps[0].moved_in
-                self._join(f, f"{c}/in{i}/release", r, uses if view else
-                           names[:1] + (self.held_until(names, 0, uses) if direct else []))
+                                                "activation", [src])
+                # a collective (not a local slice) that reads the producer's buffer itself
+                # may hold it until its value has been read (``horovod_holds``)
+                kept = self.direct_input_held(names, fwd_buffers.steps, 0, uses) if fwd_calls else []
+                self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1] + kept)
             else:
                 self._join(f, f"{c}/in{i}/release", r, [fwd] + ([bwd] if saves else []))
             # backward: slot R (keep_producer rebuild), then P (inputs the op converts
@@ -510,26 +518,29 @@ class PlanContext(RebuildTasks):
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
             # with ``horovod_holds``, each step's input and result live until the step's
             # value has been read: the next step, else the gradient's reader
-            read = lambda m: self.held_until(names, m, reader)   # noqa: E731
             for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
+                held_to = [task] + self.held_until(names, m, reader)
                 if held.moved_in:     # moved as soon as its input exists
                     ready = self._join(f, f"{call.name}/ready", r, [names[m - 1] if m else bwd])
                     f.add_buffer(f"{task}:moved in", held.moved_in, "gradient in flight",
-                                 alloc=ready, free_after=[task] + read(m), rank=r)
+                                 alloc=ready, free_after=held_to, rank=r)
                 if held.scratch:
                     f.add_buffer(f"{task}:scratch", held.scratch, "gradient in flight",
-                                 alloc=task, free_after=[task] + read(m), rank=r)
-                after = reader if last else names[m + 1:m + 2]
-                if m + 1 < len(names) and not bwd_held[m + 1].moved_in:   # the next step reads it
-                    after = after + read(m + 1)
+                                 alloc=task, free_after=held_to, rank=r)
+                after = (reader if last else names[m + 1:m + 2]) + \
+                    self.direct_input_held(names, bwd_held, m + 1, reader)
                 f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
                              alloc=task, free_after=[task] + after, rank=r)
             # the gradient the consumer computed is read by the first backward collective
             # (or the transpose before it; with ``horovod_holds``, until its value has
             # been read), else by the reader itself
-            first = [f"{bwd_calls[0].name}/ready{s}"] if names and bwd_held[0].moved_in else \
-                names[:1] + read(0) if names else (reader if grad else [])
+            if not names:
+                first = reader if grad else []
+            elif bwd_held[0].moved_in:
+                first = [f"{bwd_calls[0].name}/ready{s}"]
+            else:
+                first = names[:1] + self.direct_input_held(names, bwd_held, 0, reader)
             if grad and not names and ep.backward_steps and self.ops[p].kind == "variable":
                 # a parameter's gradient sliced locally: TensorFlow's executor (one
                 # inter-op thread) defers the split behind the backward's own chain of
