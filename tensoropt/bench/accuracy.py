@@ -97,7 +97,7 @@ def _summary(rows: list[dict]) -> dict:
     measured = [r["measured"]["time"] for r in front]
     out["tau"] = {s: kendall_tau_b(measured, [r[s]["time"] for r in front]) if len(front) > 1 else float("nan")
                   for s in ("additive", "simulated")}
-    spread = [r["measured"].get("time_spread", 0.0) for r in front]
+    spread = [r["measured"]["time_spread"] for r in front]
     out["tau_resolved"] = {s: tau_on_resolved_pairs(measured, spread, [r[s]["time"] for r in front])
                            for s in ("additive", "simulated")}
     return out

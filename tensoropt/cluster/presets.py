@@ -37,8 +37,9 @@ from pathlib import Path
 from tensoropt.cluster.calibration import CalibrationProfile
 from tensoropt.cluster.devices import Cluster, Link
 
-__all__ = ["PRESETS", "get_cluster", "local_cluster", "is_local", "LOCAL_CLUSTER_NAMES", "profile_path", "preset_names", "DEFAULT_PROFILE_PATH",
-           "PROFILE_ENV", "physical_memory_bytes", "NOMINAL_CPU_PEAK_FLOPS", "NOMINAL_CPU_LINK"]
+__all__ = ["PRESETS", "get_cluster", "local_cluster", "is_local", "LOCAL_CLUSTER_NAMES", "profile_path",
+           "preset_names", "DEFAULT_PROFILE_PATH", "PROFILE_ENV", "physical_memory_bytes",
+           "NOMINAL_CPU_PEAK_FLOPS", "NOMINAL_CPU_LINK"]
 
 DEFAULT_PROFILE_PATH = os.path.join("profiles", "local.json")
 PROFILE_ENV = "TENSOROPT_PROFILE"
