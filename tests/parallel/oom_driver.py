@@ -29,6 +29,21 @@ def checked_peak(graph, plan) -> float:
                                                 COST_MODEL, FIT_CHECK).peak_memory_bytes)
 
 
+def _limit(graph, frontier, fastest: float, name: str) -> float:
+    """The checked peak of the plan a third along the frontier (the faster plans need
+    more), when it is below the fastest plan's; else (a checked peak need not grow along
+    the frontier) the largest checked peak of the frontier below the fastest plan's."""
+    third = checked_peak(graph, frontier[len(frontier) // 3])
+    if third < fastest:
+        return third
+    below = [p for p in (checked_peak(graph, plan) for plan in frontier) if p < fastest]
+    if not below:
+        raise SystemExit(f"oom_driver: {name}: every frontier plan's checked peak is at least the "
+                         f"fastest plan's ({fastest:.0f} B), so no limit rules the fastest out; "
+                         "try another model or device count")
+    return max(below)
+
+
 def main(out_path, names):
     world = to.init()
     from mpi4py import MPI
@@ -38,10 +53,8 @@ def main(out_path, names):
         spec = models.build(name, size=SIZE)
         graph = to.get_default_graph()
         frontier = to.search_strategy(option="mini_time", cost_model=COST_MODEL).frontier
-        # the checked peak of the plan a third along the frontier (the faster plans need
-        # more), below the fastest plan's (a checked peak need not grow along the frontier)
         fastest = checked_peak(graph, frontier[-1])
-        limit = min(checked_peak(graph, frontier[len(frontier) // 3]), fastest - 1)
+        limit = _limit(graph, frontier, fastest, name)
         plan = to.find_strategy(option="mini_time", memory_limit=limit, cost_model=COST_MODEL)
         to.build_execution_graph(plan=plan)
         feed = spec.feed(np.random.default_rng(0))
