@@ -43,9 +43,10 @@ PROFILE_FORMAT_VERSION = 1
 #: tiny collective's own measured time (horovod's cycle and negotiation);
 #: ``op_s``: what one more op in a chain of tiny ops adds to a ``session.run`` (the
 #: executor's per-op launch); ``copy_bytes_per_s``: how fast a ``tf.transpose`` writes
-#: (the local copies around a collective); ``compute_slowdown``: a matmul's time while a
-#: large all-reduce runs beside it, over its time alone (>= 1 means slower).
-OVERHEAD_FIELDS = ("collective_s", "op_s", "copy_bytes_per_s", "compute_slowdown")
+#: (the local copies around a collective); ``transfer_compute_share``: what a transfer
+#: costs the compute beside it, as a share of the transfer's time (0: they overlap freely,
+#: 1: they take turns; at most 1). An older profile's ``compute_slowdown`` is ignored.
+OVERHEAD_FIELDS = ("collective_s", "op_s", "copy_bytes_per_s", "transfer_compute_share")
 
 
 @dataclass
@@ -231,8 +232,8 @@ def profile_overheads(profile: CalibrationProfile) -> dict[str, float]:
     """The profile's ``overheads`` (``OVERHEAD_FIELDS``; absent in older profiles: {}).
 
     Raises:
-        ValueError: ``overheads`` is not an object of finite numbers >= 0, naming the field
-            and the command that rewrites it.
+        ValueError: ``overheads`` is not an object of finite numbers >= 0 (a share at most
+            1), naming the field and the command that rewrites it.
     """
     raw = (profile.extra or {}).get("overheads", {})
     if not isinstance(raw, dict):
@@ -243,9 +244,11 @@ def profile_overheads(profile: CalibrationProfile) -> dict[str, float]:
         if name not in raw:
             continue
         value = raw[name]
+        most = 1.0 if name == "transfer_compute_share" else math.inf
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value < 0:
-            raise ValueError(f"the calibration profile's overheads.{name} is {value!r}, not a number >= 0; "
+                or not 0 <= value <= most:
+            bound = "in [0, 1]" if most == 1.0 else ">= 0"
+            raise ValueError(f"the calibration profile's overheads.{name} is {value!r}, not a number {bound}; "
                              "re-run tensoropt calibrate")
         out[name] = float(value)
     return out

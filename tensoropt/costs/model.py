@@ -210,7 +210,7 @@ class CostModel:
 
     def __init__(self, graph, num_devices: int, collectives: Collectives, peak_flops: float,
                  compute=None, op_overhead_s: float = 0.0, collective_overhead_s: float = 0.0,
-                 copy_bytes_per_s: float = 0.0, transfers_use_compute: bool = False,
+                 copy_bytes_per_s: float = 0.0, transfer_compute_share: float = 0.0,
                  transfer_collectives: Collectives | None = None):
         """Args:
             compute: a provider with ``compute_s(op, config)`` (``tensoropt.costs.profiler``:
@@ -227,11 +227,14 @@ class CostModel:
                 ``overheads.copy_bytes_per_s``; the simulator prices a conversion's copies
                 with it (``copies_s``) when ``compute`` does not time them itself (the
                 profiler does). 0: copies are free then.
-            transfers_use_compute: True where a collective's transfer is made by the cores
-                that compute (CPU ranks: MPI copies through shared memory or sockets): the
-                simulator then lets a rank's transfer and its compute take turns instead of
-                overlapping. ``make_cost_model("profiled")``, which prices this machine's
-                CPUs, sets it.
+            transfer_compute_share: what a collective's transfer costs the rank's compute,
+                as a share of the transfer's time, in [0, 1]: 0 where they overlap freely
+                (accelerators with their own copy engines and NICs), 1 where the cores that
+                compute make the transfer (CPU ranks: MPI copies through shared memory or
+                sockets) and the two take turns. From a calibration profile's
+                ``overheads.transfer_compute_share``; the simulator applies it
+                (``simulator.plan_tasks``). ``make_cost_model("profiled")`` sets it, 1 for
+                a profile that has not measured it.
             transfer_collectives: the transfer alone, measured (a calibration profile's
                 ``busy_seconds``: horovod's own work on a collective). A transfer is the
                 larger of it and what a collective's time in a chain exceeds a tiny one's
@@ -251,12 +254,16 @@ class CostModel:
                             ("copy_bytes_per_s", copy_bytes_per_s)):
             if not value >= 0:
                 raise ValueError(f"{name}={value}: give a number >= 0 (seconds, or bytes per second; from tensoropt calibrate)")
+        if not 0 <= transfer_compute_share <= 1:
+            raise ValueError(f"transfer_compute_share={transfer_compute_share}: give a share of the "
+                             "transfer's time in [0, 1] (0: transfers and compute overlap freely; "
+                             "1: they take turns; from tensoropt calibrate)")
         self.graph = graph
         self.num_devices = num_devices
         self.op_overhead_s = float(op_overhead_s)
         self.collective_overhead_s = float(collective_overhead_s)
         self.copy_bytes_per_s = float(copy_bytes_per_s)
-        self.transfers_use_compute = bool(transfers_use_compute)
+        self.transfer_compute_share = float(transfer_compute_share)
         cycle = self.collective_overhead_s
         in_chain = WithCycle(collectives, cycle) if cycle else collectives
         moved = WithCycle(collectives, 0.0) if cycle else collectives

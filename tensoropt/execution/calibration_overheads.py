@@ -14,18 +14,22 @@ micro-benchmarks of its own (never on the plans the estimates are judged on):
   its last dim to second place, as ``horovod_comm`` moves a dim to the front around a
   collective) adds to a chain of them, as bytes written per second: the speed of the
   local copies a conversion makes, which the simulator prices.
-- ``compute_slowdown``: a chain of matmuls and a large all-reduce with no dependency
-  between them, run in one ``session.run``, over the longer of the two run alone (1: they
-  overlap perfectly; larger: computing and reducing slow each other down). It is
-  recorded; the estimates do not apply it yet (the plan's chained estimate adds compute
-  and network without overlap).
+- ``transfer_compute_share``: what a transfer costs the compute beside it, as a share of
+  the transfer's time: a chain of matmuls (``A`` seconds alone) and a large all-reduce
+  (``R`` alone), with no dependency between them, run in one ``session.run`` (``B``);
+  the share is ``(B - max(A, R)) / min(A, R)``, clamped to [0, 1] (0: they overlap
+  freely; 1: they take turns). The chain is cut to last about as long as the all-reduce,
+  so that neither hides the other (with ``A`` 16x ``R``, 8% of noise on ``A`` reads as a
+  share of 1.3); the median of ``OVERLAP_TRIES`` estimates. The raw seconds are kept
+  beside it (``overlap``). The simulator applies it (``simulator.plan_tasks``).
 
 Every figure is a slope or ratio of medians over ``repeats`` of the slowest rank.
 
 Usage (``calibration_job.Calibrator.calibrate`` calls it)::
 
     overheads = measure_overheads(calibrator, chain=32, repeats=10)
-    # {"collective_s": ..., "op_s": ..., "copy_bytes_per_s": ..., "compute_slowdown": ..., "chain": 32}
+    # {"collective_s": ..., "op_s": ..., "copy_bytes_per_s": ..., "transfer_compute_share": ...,
+    #  "overlap": {"compute_s": [...], "transfer_s": [...], "both_s": [...]}, "chain": 32}
 """
 
 from __future__ import annotations
@@ -63,9 +67,20 @@ def slowest_median_s(comm, run, repeats: int) -> float:
 
 #: The tensor the copy chain transposes: 8 MiB of float32, and how many transposes.
 COPY_SHAPE, COPY_CHAIN = (32, 32, 32, 64), 12
+#: The longest matmul chain the overlap test may cut, and how many estimates it takes.
+MATMUL_CHAIN, OVERLAP_TRIES = 64, 5
 
 
-def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: int = 256,
+def transfer_share(compute_s: float, transfer_s: float, both_s: float) -> float:
+    """What the shorter of a compute and a transfer run together cost beyond the longer
+    one, as a share of the shorter one's time alone, clamped to [0, 1]."""
+    short, long = sorted((compute_s, transfer_s))
+    if short <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (both_s - long) / short))
+
+
+def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: int = 512,
                       allreduce_bytes: int = 2**24) -> dict[str, float]:
     """The four figures of the module doc, the same on every rank of ``cal``'s job.
 
@@ -98,9 +113,9 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
             fetches[("copy", n)] = c[:1, :1, :1, :1]
         a = tf.ones([matmul_n, matmul_n], tf.float32) * 0.001
         m = a
-        for _ in range(8):
+        for depth in range(1, MATMUL_CHAIN + 1):
             m = tf.linalg.matmul(m, a)
-        fetches["matmul"] = tf.reduce_sum(m[:1, :1])
+            fetches[("matmul", depth)] = tf.reduce_sum(m[:1, :1])
         if cal.size > 1:
             big = tf.ones([allreduce_bytes // 4], tf.float32)
             fetches["allreduce"] = tf.reduce_sum(hvd.allreduce(big, op=hvd.Sum, name="tensoropt_overheads/big")[:1])
@@ -117,10 +132,26 @@ def measure_overheads(cal: Any, chain: int = 32, repeats: int = 10, matmul_n: in
             out["copy_bytes_per_s"] = 4 * math.prod(COPY_SHAPE) / per_copy
         if cal.size > 1:
             out["collective_s"] = slope("collective", chain)
-            alone = slowest_median_s(cal.comm, lambda: session.run(fetches["matmul"]), repeats)
-            both = slowest_median_s(cal.comm, lambda: session.run([fetches["matmul"], fetches["allreduce"]]), repeats)
-            reduce_only = slowest_median_s(cal.comm, lambda: session.run(fetches["allreduce"]), repeats)
-            out["compute_slowdown"] = max(1.0, both / max(alone, reduce_only))
+            out.update(_overlap(cal.comm, session, fetches, repeats))
         return out
     finally:
         session.close()
+
+
+def _overlap(comm, session, fetches, repeats: int) -> dict[str, Any]:
+    """``transfer_compute_share`` (module doc) and the seconds it was computed from."""
+    def timed(*names) -> float:
+        return slowest_median_s(comm, lambda: session.run([fetches[n] for n in names]), repeats)
+
+    per_link = timed(("matmul", 8)) / 8
+    seen: dict[str, list[float]] = {"compute_s": [], "transfer_s": [], "both_s": []}
+    shares = []
+    for _ in range(OVERLAP_TRIES):
+        transfer = timed("allreduce")
+        depth = min(MATMUL_CHAIN, max(1, round(transfer / per_link))) if per_link > 0 else MATMUL_CHAIN
+        compute = timed(("matmul", depth))
+        both = timed(("matmul", depth), "allreduce")
+        for key, value in zip(seen, (compute, transfer, both)):
+            seen[key].append(value)
+        shares.append(transfer_share(compute, transfer, both))
+    return {"transfer_compute_share": statistics.median(shares), "overlap": seen}

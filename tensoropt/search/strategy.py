@@ -148,7 +148,8 @@ def make_cost_model(graph, cluster, num_devices: int, cost_model: str = "analyti
                          op_overhead_s=overheads.get("op_s", 0.0),
                          collective_overhead_s=overheads.get("collective_s", 0.0),
                          copy_bytes_per_s=overheads.get("copy_bytes_per_s", 0.0),
-                         transfers_use_compute=True,   # this machine's CPUs move MPI's bytes too
+                         # this machine's CPUs move MPI's bytes too: measured, else they take turns
+                         transfer_compute_share=overheads.get("transfer_compute_share", 1.0),
                          transfer_collectives=busy)
     raise ValueError(f"cost_model={cost_model!r}: choose 'analytical' or 'profiled'")
 

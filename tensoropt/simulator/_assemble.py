@@ -48,6 +48,7 @@ class Template:
     duration_ps: np.ndarray
     res_count: np.ndarray
     res_idx: np.ndarray
+    cycle_wait: np.ndarray           # a cycled resource waited on (global index) or -1
     meta: tuple
     int_edges: np.ndarray            # internal edges as layout rows (see Layout.edges)
     ext_edges: list                  # (a_name | None, a_loc, b_name | None, b_loc)
@@ -171,6 +172,7 @@ class Registry:
             duration_ps=np.array(frag._dur_ps, dtype=_I),
             res_count=np.array([len(r) for r in frag._res], dtype=_I),
             res_idx=np.array([rmap[q] for r in frag._res for q in r], dtype=_I),
+            cycle_wait=np.array([rmap[q] if q >= 0 else -1 for q in frag._waits], dtype=_I),
             meta=tuple(frag._meta),
             int_edges=np.array(int_edges, dtype=_I).reshape(-1, 5), ext_edges=ext_edges,
             buf_names=tuple(b.name for b in bufs), buf_why=tuple(b.why for b in bufs),
@@ -233,7 +235,7 @@ def _remap(refs: np.ndarray, kcol: int, lcol: int, offset: np.ndarray, table: np
     refs[rows, lcol] = loc
 
 
-_FIELDS = ("names", "meta", "kind_id", "rank", "duration_ps", "res_count", "res_idx",
+_FIELDS = ("names", "meta", "kind_id", "rank", "duration_ps", "res_count", "res_idx", "cycle_wait",
            "buf_names", "buf_why", "buf_bytes", "buf_rank", "buf_alloc", "sizes")
 _get_fields = attrgetter(*_FIELDS)
 
@@ -364,7 +366,7 @@ def splice(old: Layout, versions: np.ndarray, reg: Registry) -> tuple[Layout, li
         duration_ps=cat(og.duration_ps, "task", "duration_ps"), res_ptr=res_ptr,
         res_idx=cat(og.res_idx, "res", "res_idx"), edge_src=task_start[edges[:, 1]] + edges[:, 2],
         edge_dst=task_start[edges[:, 3]] + edges[:, 4], meta=tup(og.meta, ts, "meta"),
-        buffers=buffers)
+        buffers=buffers, cycle_wait=cat(og.cycle_wait, "task", "cycle_wait"))
     return Layout(versions.copy(), templates, task_start, buf_start, res_start, edges, frees,
                   cg), changed
 

@@ -24,7 +24,11 @@ What the pieces mean:
   of the end of the last task that held the resource (of time 0 before any did) starts
   one period after that end (a task queued behind another waits a whole period); one
   that could start later, after the loop idled, starts a whole period after it could
-  (``engine.cycle_start``). A task holds at most one cycled resource.
+  (``engine.cycle_start``). A task holds at most one cycled resource. A task holding no
+  cycled resource may instead wait for one's cycle without holding it
+  (``waits_for_cycle_of``): it starts when a task queued on that resource at the same
+  moment would, and leaves the resource free (a zero-duration join marking when
+  horovod's loop issues a collective, for work that starts beside the transfer).
 - A **task** runs for ``duration_s`` and holds every resource it names for its whole run
   (a collective can hold the rank's chain slot and its machine's NIC at once). A task may
   hold no resource (a pure delay, or a zero-duration join point). ``kind`` is a free label
@@ -110,6 +114,7 @@ class TaskGraph:
         self._ranks: list[int] = []
         self._dur_ps: list[int] = []
         self._res: list[tuple[int, ...]] = []
+        self._waits: list[int] = []                          # a cycled resource waited on, or -1
         self._meta: list[dict[str, Any]] = []
         self._deps: dict[tuple[str, str], None] = {}        # an ordered set
         self._buffers: list[_BufferSpec] = []
@@ -152,7 +157,8 @@ class TaskGraph:
             self._cycle_ps[name] = cycle_ps
 
     def add_task(self, name: str, kind: str, resources: Union[str, Sequence[str]],
-                 duration_s: float, *, rank: int = 0, **meta: Any) -> int:
+                 duration_s: float, *, rank: int = 0, waits_for_cycle_of: Optional[str] = None,
+                 **meta: Any) -> int:
         """Adds a task and returns its index (tasks are numbered in insertion order).
 
         Args:
@@ -162,6 +168,8 @@ class TaskGraph:
                 one resource; an empty sequence holds none).
             duration_s: how long it runs, in seconds (finite, >= 0).
             rank: the process it belongs to (traces and memory are per rank).
+            waits_for_cycle_of: a cycled resource whose cycle the task waits for without
+                holding it (see the module doc); the task must hold no cycled resource.
             **meta: anything to carry into traces (op, configuration, bytes, ...).
 
         Raises:
@@ -189,6 +197,13 @@ class TaskGraph:
         if len(cycled) > 1:
             raise ValueError(f"task {name!r} holds two cycled resources {cycled}; a task "
                              "may wait for one cycle only")
+        wait = -1
+        if waits_for_cycle_of is not None:
+            if waits_for_cycle_of not in self._cycle_ps or cycled:
+                raise ValueError(f"task {name!r}: waits_for_cycle_of={waits_for_cycle_of!r} must "
+                                 f"name a cycled resource ({sorted(self._cycle_ps)}), for a task "
+                                 "that holds none")
+            wait = self._resources[waits_for_cycle_of]
         if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 0:
             raise ValueError(f"task {name!r}: rank must be an int >= 0, got {rank!r}")
         dur = seconds_to_ps(duration_s, f"task {name!r}: duration_s")
@@ -198,6 +213,7 @@ class TaskGraph:
         self._ranks.append(int(rank))
         self._dur_ps.append(dur)
         self._res.append(tuple(res))
+        self._waits.append(wait)
         self._meta.append(meta)
         return len(self._names) - 1
 
@@ -315,7 +331,8 @@ class TaskGraph:
             duration_ps=np.array(self._dur_ps, dtype=np.int64),
             res_ptr=np.cumsum([0] + [len(r) for r in self._res], dtype=np.int64),
             res_idx=np.array([q for r in self._res for q in r], dtype=np.int64),
-            edge_src=src, edge_dst=dst, meta=tuple(self._meta), buffers=buffers)
+            edge_src=src, edge_dst=dst, meta=tuple(self._meta), buffers=buffers,
+            cycle_wait=np.array(self._waits, dtype=np.int64))
 
     def _cycle_array(self) -> np.ndarray:
         return np.array([self._cycle_ps.get(r, 0) for r in self._resources], dtype=np.int64)
@@ -352,7 +369,9 @@ class CompiledGraph:
 
     Task ``i`` holds resources ``res_idx[res_ptr[i]:res_ptr[i+1]]`` (indices into
     ``resources``); edge ``e`` says ``edge_dst[e]`` waits for ``edge_src[e]``. Resource
-    ``q`` runs on a cycle of ``res_cycle_ps[q]`` picoseconds (0: none).
+    ``q`` runs on a cycle of ``res_cycle_ps[q]`` picoseconds (0: none). Task ``i`` waits
+    for the cycle of resource ``cycle_wait[i]`` without holding it (-1: none; ``None``
+    given: none for every task).
     """
 
     resources: tuple[str, ...]
@@ -368,8 +387,11 @@ class CompiledGraph:
     edge_dst: np.ndarray
     meta: tuple[Mapping[str, Any], ...]
     buffers: BufferTable
+    cycle_wait: Optional[np.ndarray] = None
 
     def __post_init__(self) -> None:
+        if self.cycle_wait is None:
+            object.__setattr__(self, "cycle_wait", np.full(len(self.names), -1, dtype=np.int64))
         total = int(self.duration_ps.sum()) if len(self.duration_ps) else 0
         if total > MAX_TOTAL_PS:
             raise ValueError(f"the task durations add up to {total / PS_PER_S:.3g} s, more "
@@ -414,8 +436,8 @@ class CompiledGraph:
 
     @cached_property
     def gate(self) -> np.ndarray:
-        """Per task, the cycled resource it holds (-1: none)."""
-        out = np.full(self.num_tasks, -1, dtype=np.int64)
+        """Per task, the cycled resource it holds or waits for (-1: none)."""
+        out = self.cycle_wait.copy()
         cycled = self.res_cycle_ps[self.res_idx] > 0
         out[self.res_holder[cycled]] = self.res_idx[cycled]
         return out

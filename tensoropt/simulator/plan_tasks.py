@@ -28,11 +28,25 @@ Tasks, per simulated rank (suffix ``#r{rank}`` with ``ranks="all"``):
   op's own collective what ``CostModel.op_cost`` sums for it. Each holds ``chain:r`` and
   its link: ``nic:r`` (a share of the machine's network card) when its group spans
   machines, else ``link:r``. With a calibrated cycle, ``chain:r`` runs on horovod's cycle
-  and a collective lasts its transfer alone (``SimOptions.horovod_cycle``). On CPU ranks
-  (``CostModel.transfers_use_compute``: the profiled cost model) a transfer also holds
-  ``compute:r``: the cores that compute make MPI's copies, so the two take turns. Measured
-  on 2 ranks x 2 cores (16 plans per model, 2026-11-26), this took the simulated time's
-  mean error from 13.1% to 7.3% (CNN) and 13.2% to 10.3% (LSTM), 6.6% to 7.7% (transformer).
+  and a collective lasts its transfer alone (``SimOptions.horovod_cycle``).
+- What a transfer costs the rank's compute, ``CostModel.transfer_compute_share`` (``s``,
+  measured by ``tensoropt calibrate``): from ``s = TAKE_TURNS_FROM`` (0.9) the transfer
+  also holds ``compute:r``
+  (CPU ranks: the cores that compute make MPI's copies, so the two take turns; measured on
+  2 ranks x 2 cores, 16 plans per model, 2026-11-26, this took the simulated time's mean
+  error from 13.1% to 7.3% (CNN) and 13.2% to 10.3% (LSTM), 6.6% to 7.7% (transformer)).
+  At ``0 < s < 1`` a compute task ``{collective}/cpu`` of ``s`` times the transfer's time
+  runs beside it from when horovod's loop issues it (the join ``{collective}/issue``,
+  which waits for the chain's cycle as the transfer does), and what reads the value
+  waits for both (the join ``{collective}/moved``). At 0 they overlap freely. Why a
+  share near 1 is taken as 1: on this machine (2 ranks x 2 cores, 2026-11-27) five
+  calibrations measured 0.93-1.0 (a matmul chain and a 16 MiB all-reduce of about 20 ms
+  each took 38-43 ms together), and taking turns also delays horovod's cycle until the
+  core is free (the transfer starts a cycle after the compute before it), which a task
+  beside the transfer does not: re-simulating the accuracy bench's 16:00 plans against
+  their measured times, taking turns gave 7.1% / 4.3% / 4.5% / 4.3% mean error
+  (mlp / cnn / transformer / lstm), a share of 0.99 beside the transfer 7.0% / 10.5% /
+  5.9% / 4.3%, the CNN's plans 10.5% too fast.
 - ``{collective}/copies``: a conversion step's local copies (``StepBuffers.copy_ops``: the
   transposes around it, moved pieces and their concatenation, a copying split), as
   ``CostModel.copies_s`` prices them (the profiler times them; else their bytes at the
@@ -127,7 +141,11 @@ from tensoropt.simulator.plan_options import SimOptions
 from tensoropt.simulator.step_buffers import ConversionBuffers, StepBuffers, conversion_step_buffers
 from tensoropt.simulator._rebuild_tasks import RebuildChoice, RebuildTasks
 
-__all__ = ["PlanContext", "EdgeChoice", "RebuildChoice"]
+__all__ = ["PlanContext", "EdgeChoice", "RebuildChoice", "TAKE_TURNS_FROM"]
+
+#: the share of a transfer's time it takes from the rank's compute from which the two take
+#: turns (see the module doc)
+TAKE_TURNS_FROM = 0.9
 
 
 @dataclass(frozen=True)
@@ -218,10 +236,10 @@ class PlanContext(RebuildTasks):
         copies_s = getattr(self.model, "copies_s", None)
         return [copies_s(h, itemsize) if copies_s and (h.copied or h.copy_ops) else 0.0 for h in held]
 
-    def cpu(self, r: int) -> list[str]:
-        """What a transfer holds beside its chain and link: rank ``r``'s compute resource
-        when the cores that compute also move the bytes (``CostModel.transfers_use_compute``)."""
-        return [f"compute:{r}"] if getattr(self.model, "transfers_use_compute", False) else []
+    def transfer_share(self) -> float:
+        """What a transfer costs the rank's compute, as a share of its time
+        (``CostModel.transfer_compute_share``; 0 for a model without one)."""
+        return float(getattr(self.model, "transfer_compute_share", 0.0))
 
     def _collectives(self, f: Fragment, calls: list, seconds: list, r: int, chain_from: str,
                      data_from: list[str], op_name: str, step: str,
@@ -235,7 +253,17 @@ class PlanContext(RebuildTasks):
             group = call.group(r)
             spans = len({g // self.dpm for g in group}) > 1
             task = call.name + self.sfx(r)
-            f.add_task(task, "collective", [f"chain:{r}", f"{'nic' if spans else 'link'}:{r}"] + self.cpu(r),
+            share = self.transfer_share()
+            if share >= TAKE_TURNS_FROM:
+                share = 1.0
+            takes_turns = [f"compute:{r}"] if share == 1 else []
+            if 0 < share < 1:
+                # when horovod's loop issues the transfer (added first: on a tie, it is
+                # taken before the transfer, so both wait for the same cycle)
+                issue = call.name + "/issue" + self.sfx(r)
+                f.add_task(issue, "join", [], 0.0, rank=r,
+                           waits_for_cycle_of=f"chain:{r}" if self.cycle_s else None)
+            f.add_task(task, "collective", [f"chain:{r}", f"{'nic' if spans else 'link'}:{r}"] + takes_turns,
                        self._ps(sec) / PS_PER_S, rank=r, op=op_name, step=step,
                        collective=call.kind, bytes=call.nbytes, group=list(group))
             preds = list(data_from) + ([prev] if self.options.chained else [])
@@ -251,6 +279,16 @@ class PlanContext(RebuildTasks):
             names.append(task)
             prev = task
             done = task
+            if 0 < share < 1:
+                # the compute the transfer takes, from when it is issued; its value exists
+                # after both
+                for p in preds:
+                    f.add_dependency(p, issue)
+                cpu = call.name + "/cpu" + self.sfx(r)
+                f.add_task(cpu, "compute", [f"compute:{r}"], self._ps(sec * share) / PS_PER_S, rank=r,
+                           op=op_name, step=step, share_of=call.name)
+                f.add_dependency(issue, cpu)
+                done = self._join(f, call.name + "/moved", r, after=[task, cpu])
             if copy:
                 done = call.name + "/copies" + self.sfx(r)
                 f.add_task(done, "compute", [f"compute:{r}"], self._ps(copy) / PS_PER_S, rank=r,
@@ -342,11 +380,11 @@ class PlanContext(RebuildTasks):
             for i in range(n):
                 f.add_dependency(f"{c}/in{i}/data{s}", fwd)
             start = f"{c}/in{n - 1}/B{s}" if n else fin
-            names, end, _ = self._collectives(f, calls, self._own_seconds(config, items), r,
-                                              start, [fwd], c, "forward")
+            names, end, ready = self._collectives(f, calls, self._own_seconds(config, items), r,
+                                                  start, [fwd], c, "forward")
             self._join(f, f"{c}/fchain_out", r, [end])
             for j in range(len(op.outputs)):
-                self._join(f, f"{c}/out{j}", r, [fwd] + names)
+                self._join(f, f"{c}/out{j}", r, [fwd] + ready)
             self._join(f, f"{c}/bchain_in", r,
                        [f"{c}/fchain_out{s}" if k == last else f"{self.ops[k + 1].name}/bchain_out{s}"])
             self._join(f, f"{c}/bchain_out", r,

@@ -10,6 +10,7 @@ import tensoropt as to
 from tensoropt.cluster.calibration import CalibrationProfile, profile_overheads
 from tensoropt.configs import Config
 from tensoropt.costs.model import FORWARD_SHARE, CostModel, WithCycle
+from tensoropt.execution.calibration_overheads import transfer_share
 from tensoropt.search.strategy import make_cost_model
 from tensoropt.simulator.step_buffers import StepBuffers
 
@@ -97,16 +98,40 @@ def _profile(overheads, busy=None):
 
 def test_the_profiled_cost_model_takes_the_profile_overheads(tmp_path, monkeypatch):
     path = tmp_path / "local.json"
-    _profile({"collective_s": 2e-4, "op_s": 3e-5, "copy_bytes_per_s": 2e9, "compute_slowdown": 1.2}).save(path)
+    _profile({"collective_s": 2e-4, "op_s": 3e-5, "copy_bytes_per_s": 2e9, "transfer_compute_share": 0.6}).save(path)
     monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
     model = make_cost_model(_graph(), "paper-v100x16", 2, "profiled")
     assert (model.op_overhead_s, model.collective_overhead_s) == (3e-5, 2e-4)
+    assert model.transfer_compute_share == 0.6
     assert model.copy_bytes_per_s == 2e9 and model.copies_s(StepBuffers(0, 0, 0, copied=int(4e9))) == 2.0
     assert model.collectives.time_s("allreduce", 8, 2, 1) == pytest.approx(2e-4)
 
 
+def test_a_profile_that_has_not_measured_the_transfer_share_takes_turns(tmp_path, monkeypatch):
+    # an older profile (its compute_slowdown is not a share, and is ignored)
+    path = tmp_path / "local.json"
+    _profile({"collective_s": 2e-4, "compute_slowdown": 1.08}).save(path)
+    monkeypatch.setenv("TENSOROPT_PROFILE", str(path))
+    graph = _graph()
+    assert make_cost_model(graph, "paper-v100x16", 2, "profiled").transfer_compute_share == 1.0
+    assert make_cost_model(graph, "paper-v100x16", 2, "analytical").transfer_compute_share == 0.0
+
+
+@pytest.mark.parametrize("compute, transfer, both, share", [
+    (10.0, 10.0, 20.0, 1.0),      # they take turns
+    (10.0, 10.0, 10.0, 0.0),      # they overlap freely
+    (10.0, 20.0, 24.0, 0.4),      # the shorter loses 4 of its 10
+    (20.0, 10.0, 24.0, 0.4),      # whichever of the two it is
+    (10.0, 10.0, 9.0, 0.0),       # noise below the longer: clamped
+    (10.0, 10.0, 31.0, 1.0),      # and above both: clamped
+])
+def test_the_transfer_share_is_what_the_pair_costs_beyond_the_longer_over_the_shorter(compute, transfer, both, share):
+    assert transfer_share(compute, transfer, both) == pytest.approx(share)
+
+
 @pytest.mark.parametrize("overheads, pattern", [
     ([1, 2], "not an object"),
+    ({"transfer_compute_share": 1.3}, r"overheads.transfer_compute_share is 1.3, not a number in \[0, 1\]"),
     ({"op_s": -1.0}, "overheads.op_s is -1.0"),
     ({"collective_s": "fast"}, "overheads.collective_s is 'fast'"),
 ])

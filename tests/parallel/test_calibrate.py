@@ -81,8 +81,9 @@ def test_profiled_prediction_of_unmeasured_sizes(tmp_path, capsys):
 def test_three_ranks_calibrate_and_the_profile_prices_any_size(tmp_path, mpirun):
     # 3 ranks: no power of two from 12 bytes splits into float32 pieces among a group of 3;
     # `tensoropt calibrate` used to stop at its first allgather ("16 bytes cannot be split")
-    from tensoropt.cluster.calibration import CalibrationProfile
+    from tensoropt.cluster.calibration import CalibrationProfile, profile_overheads
     from tensoropt.costs.collective_times import ProfiledCollectives
+    from tensoropt.execution.calibration_overheads import OVERLAP_TRIES, transfer_share
 
     _skip_without_mpi()
     out = tmp_path / "cal3.json"
@@ -91,6 +92,12 @@ def test_three_ranks_calibrate_and_the_profile_prices_any_size(tmp_path, mpirun)
     assert "calibrate: 3 rank(s)" in proc.stdout
     profile = CalibrationProfile.load(out)
     assert profile.world_size == 3
+    # what a transfer costs the compute beside it: the median share of the recorded tries
+    overheads = profile_overheads(profile)
+    seen = profile.extra["overheads"]["overlap"]
+    shares = [transfer_share(*t) for t in zip(seen["compute_s"], seen["transfer_s"], seen["both_s"])]
+    assert len(shares) == OVERLAP_TRIES and all(s > 0 for s in seen["compute_s"] + seen["transfer_s"])
+    assert overheads["transfer_compute_share"] == pytest.approx(float(np.median(shares)))
     collectives = ProfiledCollectives(profile)
     for c in COLLECTIVES:
         assert collectives.schemes(c) == [(3, 1)], f"{c}: {collectives.schemes(c)}"

@@ -15,7 +15,8 @@ from tensoropt.configs import config_of
 from tensoropt.costs.model import CostModel
 from tensoropt.execution import collective_schedule
 from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
-from tensoropt.simulator import PlanSimulator, SimOptions, simulate_plan, summarize
+from tensoropt.simulator import PlanSimulator, SimOptions, TaskGraph, simulate, simulate_plan, summarize
+from tensoropt.simulator.plan_tasks import TAKE_TURNS_FROM
 from tensoropt.simulator.memory import peak_memory_bytes
 
 _HELPERS = importlib.util.spec_from_file_location(
@@ -50,7 +51,7 @@ def test_on_one_device_the_simulated_time_is_the_compute_sum_and_the_estimate():
     assert r.makespan_s == pytest.approx(plan.time_s, rel=1e-12)
 
 
-def _data_parallel_mlp(transfers_use_compute: bool = False):
+def _data_parallel_mlp(transfer_compute_share: float = 0.0):
     """A two-layer MLP's data-parallel plan on 4 devices, simulated: (graph, model, plan, timeline)."""
     b, d, h, c = 8, 12, 16, 4
     x = to.placeholder(to.float32, [b, d], name="x")
@@ -60,7 +61,7 @@ def _data_parallel_mlp(transfers_use_compute: bool = False):
     loss = to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
     to.train.AdamOptimizer().minimize(loss)
     graph = to.get_default_graph()
-    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfers_use_compute=transfers_use_compute)
+    model = CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfer_compute_share=transfer_compute_share)
     plan = search_frontier(graph, model).data_parallel_plan()
     sim = PlanSimulator(graph, model, cluster(4))
     return graph, model, plan, sim.simulate_full(sim.versions_for_plan(plan))
@@ -290,7 +291,71 @@ def test_a_keep_producer_rebuild_waits_for_the_gradients_of_its_consumer_outputs
 
 def test_on_cpu_ranks_transfers_take_turns_with_compute():
     # the by-hand plan above, with the transfers made by the cores that compute: nothing overlaps
-    graph, model, plan, t = _data_parallel_mlp(transfers_use_compute=True)
+    graph, model, plan, t = _data_parallel_mlp(transfer_compute_share=1.0)
     compute = sum(round(s * PS) for op in graph.operations for s in model.compute_split(op, config_of(plan, op)))
     ar = [round(model.collectives.time_s(k.kind, k.nbytes, *k.scheme) * PS) for k in collective_schedule(graph, plan)]
     assert t.makespan_ps == compute + sum(ar)
+
+
+@pytest.mark.parametrize("share", [0.25, 0.5, 0.75])
+def test_a_transfer_takes_its_share_of_its_time_from_the_compute_beside_it(share):
+    # the by-hand plan: every compute task and, beside each all-reduce, a compute task of
+    # ``share`` times its transfer on the same compute resource; the all-reduce's value is
+    # read only after both
+    graph, model, plan, t = _data_parallel_mlp(transfer_compute_share=share)
+    g = t.graph
+    dur = {g.names[i]: int(t.end_ps[i] - t.start_ps[i]) for i in range(g.num_tasks)}
+    calls = collective_schedule(graph, plan)
+    assert calls
+    for call in calls:
+        transfer = round(model.collectives.time_s(call.kind, call.nbytes, *call.scheme) * PS)
+        assert dur[call.name] == transfer
+        assert abs(dur[f"{call.name}/cpu"] - transfer * share) <= 1          # picoseconds, rounded
+        moved = g.index[f"{call.name}/moved"]
+        assert t.start_ps[moved] == max(t.end_ps[g.index[call.name]], t.end_ps[g.index[f"{call.name}/cpu"]])
+    compute = sum(round(s * PS) for op in graph.operations for s in model.compute_split(op, config_of(plan, op)))
+    busy = _times(t, ["compute"])
+    shares = sum(model.collectives.time_s(k.kind, k.nbytes, *k.scheme) * PS * share for k in calls)
+    assert abs(busy - compute - shares) <= len(calls)
+    # between freely overlapping (share 0) and taking turns (share 1)
+    to.reset_default_graph()
+    free = _data_parallel_mlp(0.0)[3].makespan_ps
+    to.reset_default_graph()
+    turns = _data_parallel_mlp(1.0)[3].makespan_ps
+    assert free <= t.makespan_ps <= turns and free < turns
+
+
+@pytest.mark.parametrize("share", [TAKE_TURNS_FROM, 0.97])
+def test_a_share_near_one_takes_turns(share):
+    graph, model, plan, t = _data_parallel_mlp(transfer_compute_share=share)
+    to.reset_default_graph()
+    turns = _data_parallel_mlp(1.0)[3]
+    assert np.array_equal(t.start_ps, turns.start_ps) and t.graph.names == turns.graph.names
+
+
+def test_a_task_that_waits_for_a_cycle_it_does_not_hold_starts_with_the_task_that_holds_it():
+    # horovod's loop issues the transfer a cycle after the last one ended; the join marking
+    # that moment leaves the chain free, so the transfer waits for the same cycle, not two
+    g = TaskGraph(resources=["compute:0", "chain:0"], cycles={"chain:0": 1e-3})
+    g.add_task("first", "collective", ["chain:0"], 2e-3)
+    g.add_task("issue", "join", [], 0.0, waits_for_cycle_of="chain:0")
+    g.add_task("second", "collective", ["chain:0"], 2e-3)
+    g.add_task("beside", "compute", ["compute:0"], 1e-3)
+    g.add_dependency("first", "issue")
+    g.add_dependency("first", "second")
+    g.add_dependency("issue", "beside")
+    t = simulate(g)
+    at = {n: (int(t.start_ps[i]), int(t.end_ps[i])) for i, n in enumerate(t.graph.names)}
+    # "first" waits one cycle from time 0 and ends at 3 ms; the next waits one more
+    assert at["first"] == (10**9, 3 * 10**9)
+    assert at["issue"][0] == at["second"][0] == at["beside"][0] == 4 * 10**9
+    with pytest.raises(ValueError, match="waits_for_cycle_of='compute:0' must name a cycled resource"):
+        g.add_task("bad", "join", [], 0.0, waits_for_cycle_of="compute:0")
+    with pytest.raises(ValueError, match="for a task that holds none"):
+        g.add_task("bad", "collective", ["chain:0"], 0.0, waits_for_cycle_of="chain:0")
+
+
+def test_a_transfer_share_outside_0_to_1_is_refused_naming_the_field():
+    graph = to.get_default_graph()
+    with pytest.raises(ValueError, match=r"transfer_compute_share=1.5: .*\[0, 1\]"):
+        CostModel(graph, 4, PARITY.AlphaBeta(), 1e10, transfer_compute_share=1.5)
