@@ -252,8 +252,9 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
 def _checked_peak(graph):
     """``peak(plan, result, cluster)``: the simulator's liveness peak of ``plan`` on the
     representative rank, under the search's own cost model, as a bound
-    (``SimOptions(horovod_holds=True)``: horovod may hold a collective's buffers until
-    its value has been read)."""
+    (``SimOptions(late_release=True)``: horovod may hold a collective's buffers until
+    its value has been read, and the executor may defer a parameter's update to the
+    backward's end)."""
     def peak(plan, result, cluster) -> float:
         return float(simulate_plan(graph, plan, cluster, result.space.model,
                                    FIT_CHECK).peak_memory_bytes)

@@ -7,7 +7,7 @@ Usage::
     SimOptions()                                   # chained collectives, one rank, cycles
     SimOptions(collective_order="free", ranks="all")
     SimOptions(horovod_cycle=False)                # each collective: cycle + transfer
-    SimOptions(horovod_holds=True)                 # the bound a plan's fit is checked against
+    SimOptions(late_release=True)                 # the bound a plan's fit is checked against
 
 - ``collective_order``: ``"chained"`` issues every collective after the one before it in
   the plan's collective schedule, as the execution builder chains them; ``"free"`` lets
@@ -29,11 +29,13 @@ Usage::
   lasts its transfer (``CostModel.transfers``). ``False``: each lasts what the additive
   estimate charges, cycle plus transfer. A cost model without a calibrated cycle (the
   analytical one) has no cycle to wait for either way.
-- ``horovod_holds``: ``False`` (the estimate) frees a collective's input and result when
-  it ends; ``True`` (the bound ``find_strategy``'s ``check_peak`` checks a plan's fit
-  against) holds them until the collective's value has been read, the most horovod's
-  background thread was seen to keep them (it drops them after the op's callback,
-  racing the reader). See ``plan_tasks``.
+- ``late_release``: ``False`` (the estimate) frees a buffer when its last reader ends.
+  ``True`` (the bound ``find_strategy``'s ``check_peak`` checks a plan's fit against)
+  holds what was seen held longer: a collective's input and result until the
+  collective's value has been read, the most horovod's background thread was seen to
+  keep them (it drops them after the op's callback, racing the reader), and a parameter
+  gradient its update reads directly until the rank's backward ends (TensorFlow's
+  executor may defer the update behind the backward's chain). See ``plan_tasks``.
 """
 
 from __future__ import annotations
@@ -52,13 +54,13 @@ class SimOptions:
 
     Raises:
         ValueError: an unknown ``collective_order`` or ``ranks``, or a ``horovod_cycle``
-            or ``horovod_holds`` that is not a bool.
+            or ``late_release`` that is not a bool.
     """
 
     collective_order: str = "chained"
     ranks: str = "representative"
     horovod_cycle: bool = True
-    horovod_holds: bool = False
+    late_release: bool = False
 
     def __post_init__(self) -> None:
         if self.collective_order not in COLLECTIVE_ORDERS:
@@ -67,7 +69,7 @@ class SimOptions:
         if self.ranks not in RANK_MODES:
             raise ValueError(f"ranks={self.ranks!r}: choose "
                              f"{' or '.join(map(repr, RANK_MODES))}")
-        for name in ("horovod_cycle", "horovod_holds"):
+        for name in ("horovod_cycle", "late_release"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: give True or False")
 
@@ -78,4 +80,4 @@ class SimOptions:
 
 #: the options of the peak a plan's fit is checked against (``find_strategy``'s
 #: ``check_peak``): horovod's buffers held as long as it was seen to hold them
-FIT_CHECK = SimOptions(horovod_holds=True)
+FIT_CHECK = SimOptions(late_release=True)

@@ -81,9 +81,12 @@ Memory buffers (rules of ``memory``):
   its backward conversion only slices it locally, after the rank's backward ends
   (``backward/end``): TensorFlow's executor, on one inter-op thread, defers a kernel it
   counts as expensive (the ``tf.split``) while other ops are queued inline, and the
-  backward's own chain of ops keeps that queue full;
+  backward's own chain of ops keeps that queue full. With ``SimOptions.late_release``
+  (the bound), a gradient its update reads directly lives until then too: the executor
+  deferred the tiny CNN's ``fc0`` kernel update (``ResourceApplyAdam``) the same way on
+  3 ranks (2026-11-27), where the estimate frees it after the update;
 - a collective's input (the buffer it reads, or the transposed copy of it) and its
-  result are freed when it ends; with ``SimOptions.horovod_holds`` (the bound a plan's
+  result are freed when it ends; with ``late_release`` (the bound a plan's
   fit is checked against), only once the collective's value has been read (``held_until``:
   the next step of the conversion, else the first task that uses it). Horovod's
   background thread drops them after the op's callback, racing the reader: traces of the
@@ -97,7 +100,7 @@ Memory buffers (rules of ``memory``):
   the output -- unless a keep_consumer edge drops the producer's copy. An op that
   all-reduces its partial output itself writes each sum to a new buffer (allocated when
   the all-reduce starts; the output is the last one): the partial sum before it lives
-  from the forward until the all-reduce ends (``horovod_holds``: until the sum has been
+  from the forward until the all-reduce ends (``late_release``: until the sum has been
   read, ``{op}/in{i}/read``: each consumer's first forward use);
 - a converted copy lives from its last conversion step until the consumer's forward,
   or its backward when the consumer keeps it (keep_producer drops it and rebuilds it in
@@ -108,11 +111,11 @@ Memory buffers (rules of ``memory``):
   that is not the first (made as soon as the input exists: for a variable's forward
   conversion, at the step's start, as TensorFlow runs it outside the collective chain),
   the collective's result before it is moved back and a copying split's pieces (during
-  the step; with ``horovod_holds``, until the step's value has been read), and its result; a
+  the step; with ``late_release``, until the step's value has been read), and its result; a
   dim-0 split is a view, so a conversion of such slices only keeps the producer's buffer
   alive instead;
 - an intermediate conversion result lives from its step until the next step ends (with
-  ``horovod_holds``, and has been read, when that step's collective reads it itself);
+  ``late_release``, and has been read, when that step's collective reads it itself);
   the buffer of a backward-conversion step, partial-gradient all-reduce or gather lives
   until the next step ends, the last one of a gradient until its reader ends: the
   producer's backward, or a parameter's update;
@@ -310,11 +313,11 @@ class PlanContext(RebuildTasks):
                 for c in items]
 
     def held_until(self, names: list[str], m: int, final: list[str]) -> list[str]:
-        """With ``SimOptions.horovod_holds``, what reads the value of collective step
+        """With ``SimOptions.late_release``, what reads the value of collective step
         ``m`` of ``names``: the next step, else ``final`` (the first task that uses the
         converted value), until whose end horovod may hold the step's input and result;
         else nothing (they are freed when the step ends)."""
-        if not self.options.horovod_holds:
+        if not self.options.late_release:
             return []
         return names[m + 1:m + 2] or list(final[:1])
 
@@ -334,7 +337,7 @@ class PlanContext(RebuildTasks):
         ``step_buffers.conversion_step_buffers``): per step,
         the moved copy of its input (from ``ready``, the tasks after which the first
         step's input exists, else from the step's start) and its scratch, until the
-        step ends (or, with ``horovod_holds``, until its value has been read; a
+        step ends (or, with ``late_release``, until its value has been read; a
         conversion of local slices has neither), its value (until the next step ends,
         or has been read when that step reads it directly and horovod holds it); the
         last value (``last_name``) until ``last_free``. Returns whether the
@@ -424,7 +427,7 @@ class PlanContext(RebuildTasks):
                 nbytes = output_layout(op, config, j).local_bytes(t.shape, t.dtype.itemsize)
                 reduce = [names[m] for m, x in enumerate(items) if x.output == j]
                 # each partial-sum all-reduce writes a new buffer and frees its input when
-                # it ends (with ``horovod_holds``, when the result has been read: the next
+                # it ends (with ``late_release``, when the result has been read: the next
                 # all-reduce, else the consumers' first uses)
                 readers = [f"{n}/read{s}" for n in consumers] or [f"{c}/out{j}{s}"]
                 for m, task in enumerate(reduce):
@@ -526,7 +529,7 @@ class PlanContext(RebuildTasks):
                 view = self._conversion_buffers(f, names, fwd_buffers, f"{c}/in{i}:copy", uses, r,
                                                 "activation", [src])
                 # a collective (not a local slice) that reads the producer's buffer itself
-                # may hold it until its value has been read (``horovod_holds``)
+                # may hold it until its value has been read (``late_release``)
                 kept = self.direct_input_held(names, fwd_buffers.steps, 0, uses) if fwd_calls else []
                 self._join(f, f"{c}/in{i}/release", r, uses if view else names[:1] + kept)
             else:
@@ -554,7 +557,7 @@ class PlanContext(RebuildTasks):
                                                       self.copy_seconds(bwd_held, tensor.dtype.itemsize))
             reader = self._gradient_reader(p, r)
             why = "parameter gradient" if self.ops[p].kind == "variable" else "activation gradient"
-            # with ``horovod_holds``, each step's input and result live until the step's
+            # with ``late_release``, each step's input and result live until the step's
             # value has been read: the next step, else the gradient's reader
             for m, (task, call, held) in enumerate(zip(names, bwd_calls, bwd_held)):
                 last = m + 1 == len(names) and reader
@@ -571,7 +574,7 @@ class PlanContext(RebuildTasks):
                 f.add_buffer(f"{task}:buf", held.out, why if last else "gradient in flight",
                              alloc=task, free_after=[task] + after, rank=r)
             # the gradient the consumer computed is read by the first backward collective
-            # (or the transpose before it; with ``horovod_holds``, until its value has
+            # (or the transpose before it; with ``late_release``, until its value has
             # been read), else by the reader itself
             if not names:
                 first = reader if grad else []
@@ -579,10 +582,12 @@ class PlanContext(RebuildTasks):
                 first = [f"{bwd_calls[0].name}/ready{s}"]
             else:
                 first = names[:1] + self.direct_input_held(names, bwd_held, 0, reader)
-            if grad and not names and ep.backward_steps and self.ops[p].kind == "variable":
+            if grad and not names and self.ops[p].kind == "variable" and \
+                    (ep.backward_steps or self.options.late_release):
                 # a parameter's gradient sliced locally: TensorFlow's executor (one
                 # inter-op thread) defers the split behind the backward's own chain of
-                # ops, so the whole gradient lives until the backward ends
+                # ops, so the whole gradient lives until the backward ends; with
+                # ``late_release``, so may the update that reads it directly
                 first = first + [f"backward/end{s}"]
             self._join(f, f"{c}/in{i}/grad_read", r, first)
             self._join(f, f"{c}/in{i}/P", r, [end] if inside else [prev_p])

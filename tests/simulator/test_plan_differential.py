@@ -207,7 +207,7 @@ def test_bad_input_says_how_to_fix_it(tmp_path):
         SimOptions(collective_order="sometimes")
     with pytest.raises(ValueError, match="ranks='some'"):
         SimOptions(ranks="some")
-    with pytest.raises(ValueError, match="horovod_holds='yes': give True or False"):
-        SimOptions(horovod_holds="yes")
+    with pytest.raises(ValueError, match="late_release='yes': give True or False"):
+        SimOptions(late_release="yes")
     with pytest.raises(ValueError, match="cannot write the trace"):
         chrome_trace(sim.plan_result(plan), tmp_path / "missing" / "t.json")

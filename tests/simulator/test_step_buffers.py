@@ -107,11 +107,11 @@ def test_a_gather_of_a_weight_by_columns_holds_its_moved_block_from_the_step_sta
     # Wherever a weight split by columns is gathered for its matmul, TensorFlow transposes
     # the weight's block as soon as the step starts (nothing orders the transpose after
     # the collective chain) and horovod holds it until the gather ends; the gathered block
-    # and the one moved back are both live during the gather. With horovod_holds (the
+    # and the one moved back are both live during the gather. With late_release (the
     # fit check's bound), the moved block and the gathered one live until the matmul
     # that reads the gather's value ends.
     checked = 0
-    for t, e, block, gathered, gather in _column_gathers_of_weights(SimOptions(horovod_holds=holds)):
+    for t, e, block, gathered, gather in _column_gathers_of_weights(SimOptions(late_release=holds)):
         b = t.graph.buffers
         alloc, free = _lifetimes(t)
         start = dict(zip(t.graph.names, t.start_ps.tolist()))
@@ -146,14 +146,14 @@ def _first_forward_reader(t, e) -> str:
 def test_an_ops_own_partial_sum_all_reduce_writes_its_sum_to_a_new_buffer(holds):
     # An op whose reduction dim is split all-reduces its output itself. Horovod's
     # all-reduce writes its result to a new buffer: the partial sum and the sum are both
-    # live during it. With horovod_holds (the fit check's bound), the partial sum lives
+    # live during it. With late_release (the fit check's bound), the partial sum lives
     # until the sum's readers have run.
     models.build("mlp", size="tiny")
     graph = to.get_default_graph()
     cl = plan_models.cluster(2)
     model = CostModel(graph, 2, AnalyticalCollectives(cl), cl.peak_flops)
     space = sampling_space(graph, model)
-    sim = PlanSimulator(graph, model, cl, SimOptions(horovod_holds=holds))
+    sim = PlanSimulator(graph, model, cl, SimOptions(late_release=holds))
     rng = np.random.default_rng(3)
     checked = 0
     for _ in range(16):
