@@ -18,6 +18,9 @@ The rules (the task graph's builder decides which buffers exist and who frees th
   end of the step. So an activation allocated by its producer's forward task lives until
   its last forward use, or until the end of the backward task that saved it; a transient
   buffer (``alloc=t, free_after=[t]``) lives during task ``t``.
+- A collective marked ``held_to_next`` (the fit check's bound, ``late_release``) frees
+  what it reads or writes no earlier than the end of the next collective of its rank
+  (the step's end for the last one), and so does a join that waits for it.
 - At one instant, frees of buffers allocated earlier happen first, then allocations,
   then the frees of buffers allocated at that same instant (so a buffer whose task takes
   no time is still counted, and a buffer freed at ``t`` does not overlap one allocated
@@ -84,9 +87,43 @@ def _lifetimes(t: Timeline) -> tuple[np.ndarray, np.ndarray]:
     free = np.full(len(b), -1, dtype=np.int64)
     has = np.diff(b.free_ptr) > 0                    # resident buffers have no frees
     if has.any():
-        last = np.maximum.reduceat(t.end_ps[b.free_idx], b.free_ptr[:-1][has])
+        ends = _held_ends(t)
+        last = np.maximum.reduceat(ends[b.free_idx], b.free_ptr[:-1][has])
         free[has] = np.maximum(last, t.end_ps[producer[has]])
     return alloc, free
+
+
+def _held_ends(t: Timeline) -> np.ndarray:
+    """Per task, when what it reads or writes may be freed: its end, but for a collective
+    marked ``held_to_next`` (``SimOptions.late_release``), the end of the next collective
+    its rank starts (else the step's end): horovod's background thread drops a
+    collective's tensors after its callback, before it performs the next one, and may be
+    descheduled in between (seen on more ranks than cores)."""
+    g = t.graph
+    if "collective" not in g.kind_names:
+        return t.end_ps
+    tasks = np.flatnonzero(g.kind_id == g.kind_names.index("collective"))
+    held = np.array([bool(g.meta[c].get("held_to_next")) for c in tasks.tolist()], dtype=bool)
+    if not held.any():
+        return t.end_ps
+    ends = t.end_ps.copy()
+    for rank in np.unique(g.rank[tasks]).tolist():
+        mine = g.rank[tasks] == rank
+        ranked, marked = tasks[mine], held[mine]
+        order = np.lexsort((ranked, t.start_ps[ranked]))
+        ranked, marked = ranked[order], marked[order]
+        after = np.append(t.end_ps[ranked[1:]], t.makespan_ps)
+        ends[ranked[marked]] = np.maximum(ends[ranked[marked]], after[marked])
+    # through the joins that wait for them (a consumer's ``release``, a gradient's
+    # ``grad_read``), in the order the loop took them (a topological order)
+    if "join" in g.kind_names:
+        ptr, idx = g.pred
+        join = g.kind_id == g.kind_names.index("join")
+        for v in t.order[join[t.order]].tolist():
+            preds = idx[ptr[v]:ptr[v + 1]]
+            if len(preds):
+                ends[v] = max(ends[v], int(ends[preds].max()))
+    return ends
 
 
 def memory_timelines(t: Timeline) -> tuple[MemoryTimeline, ...]:

@@ -32,8 +32,10 @@ Usage::
 - ``late_release``: ``False`` (the estimate) frees a buffer when its last reader ends.
   ``True`` (the bound ``find_strategy``'s ``check_peak`` checks a plan's fit against)
   holds what was seen held longer: a collective's input and result until the
-  collective's value has been read, the most horovod's background thread was seen to
-  keep them (it drops them after the op's callback, racing the reader), and a parameter
+  collective's value has been read and the rank's next collective has ended (horovod's
+  background thread drops them after the op's callback, racing the reader, and before
+  it performs the next one; on 3 ranks sharing 2 cores it kept the tiny CNN's forward
+  all-reduce buffers into the backward), and a parameter
   gradient its update reads directly until the rank's backward ends (TensorFlow's
   executor may defer the update behind the backward's chain). See ``plan_tasks``.
 """

@@ -268,7 +268,8 @@ class PlanContext(RebuildTasks):
                            waits_for_cycle_of=f"chain:{r}" if self.cycle_s else None)
             f.add_task(task, "collective", [f"chain:{r}", f"{'nic' if spans else 'link'}:{r}"] + takes_turns,
                        self._ps(sec) / PS_PER_S, rank=r, op=op_name, step=step,
-                       collective=call.kind, bytes=call.nbytes, group=list(group))
+                       collective=call.kind, bytes=call.nbytes, group=list(group),
+                       **({"held_to_next": True} if self.options.late_release else {}))
             preds = list(data_from) + ([prev] if self.options.chained else [])
             if self.options.ranks == "all" and len(group) > 1:
                 sync = f"{call.name}/sync#g{group[0]}"

@@ -123,3 +123,36 @@ def test_bad_buffers_are_named():
     g.add_buffer("x", 1, "activation", alloc="a")
     with pytest.raises(ValueError, match="'x'"):
         g.add_buffer("x", 1, "activation", alloc="a")
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_collective_held_to_the_next_frees_what_it_touches_when_the_next_collective_ends(held):
+    # horovod's thread drops a collective's tensors before it performs the next one: with
+    # ``held_to_next`` (the fit check's bound) its input and result, and what waits for
+    # it through a join, live until the rank's next collective ends; the last one's, to
+    # the step's end
+    g = TaskGraph(["compute:0", "chain:0"])
+    mark = {"held_to_next": True} if held else {}
+    g.add_task("ar1", "collective", "chain:0", 2 * US, **mark)
+    g.add_task("work", "compute", "compute:0", 5 * US)
+    g.add_task("ar2", "collective", "chain:0", 3 * US, **mark)
+    g.add_task("tail", "compute", "compute:0", 4 * US)
+    g.add_task("read", "join", [], 0.0)
+    g.add_dependency("ar1", "work")
+    g.add_dependency("ar1", "read")
+    g.add_dependency("work", "ar2")
+    g.add_dependency("ar2", "tail")
+    g.add_buffer("ar1:in", 100, "activation", alloc="ar1", free_after=["ar1"])
+    g.add_buffer("ar1:out", 200, "activation", alloc="ar1", free_after=["read"])
+    g.add_buffer("ar2:out", 400, "activation", alloc="ar2", free_after=["ar2"])
+    g.add_buffer("tail:out", 800, "activation", alloc="tail", free_after=["tail"])
+    (m,) = memory_timelines(simulate(g))
+    # ar1 0-2 us, work 2-7, ar2 7-10, tail 10-14
+    if held:
+        assert m.peak_bytes == 400 + 800                     # ar2's result, to the step's end
+        live = dict(zip(m.times_s.round(12).tolist(), m.live_bytes.tolist()))
+        assert live[round(7 * US, 12)] == 100 + 200 + 400     # ar1's, until ar2 ends
+        assert live[round(10 * US, 12)] == 400 + 800
+    else:
+        assert m.peak_bytes == 800
+        assert max(m.live_bytes[m.times_s < 10 * US - 1e-12]) == 400
