@@ -13,10 +13,12 @@ weight-gradient partials, a broadcast matmul's per-batch weight-gradient product
 simulator holds an op's partial sum beside its all-reduced output and a parameter's
 locally sliced gradient until the backward ends (TensorFlow's executor defers the
 split), and the fit is checked against its bound (``FIT_CHECK``: a collective's input and
-result held until its value has been read, as horovod's thread may hold them). Measured
-(2026-11-27, uncalibrated), every rank under its limit: tiny (eight launches) mlp
-4.4-4.5%, cnn 0.14-0.27%, transformer 2.8-7.6%, lstm 10.9-14.6% under; small (three) mlp
-7.6-11.0%, cnn 1.4-2.4%, transformer 0.5%, lstm 1.2% under. Before: the tiny CNN at 114x
+result held until its value has been read and the rank's next collective has ended, as
+horovod's thread may hold them; a parameter gradient its update reads directly held to
+the backward's end). Measured (2026-11-27, evening, uncalibrated), every rank under its
+limit: tiny (three launches) mlp 7.0%, cnn 0.22-0.36%, transformer 9.3%, lstm 15.2-16.4%
+under; small (one) mlp 11.7%, cnn 8.1%, transformer 0.5%, lstm 1.2% under; on 3 ranks
+(five launches, ``oom_driver.py`` by hand) cnn 0.01-0.61% under. Before: the tiny CNN at 114x
 its limit (no workspaces), the tiny MLP up to 5.8% and CNN 0.14% over (no executor rule
 or bound); the small CNN, transformer and LSTM 37%, 48% and 79% over (the filter's
 im2col buffer, the vocabulary projections' per-batch products, the LSTM's per-step
