@@ -241,8 +241,10 @@ class PlanContext(RebuildTasks):
 
     def transfer_share(self) -> float:
         """What a transfer costs the rank's compute, as a share of its time
-        (``CostModel.transfer_compute_share``; 0 for a model without one)."""
-        return float(getattr(self.model, "transfer_compute_share", 0.0))
+        (``CostModel.transfer_compute_share``; 0 for a model without one), 1 (they take
+        turns) from ``TAKE_TURNS_FROM``."""
+        share = float(getattr(self.model, "transfer_compute_share", 0.0))
+        return 1.0 if share >= TAKE_TURNS_FROM else share
 
     def _collectives(self, f: Fragment, calls: list, seconds: list, r: int, chain_from: str,
                      data_from: list[str], op_name: str, step: str,
@@ -252,14 +254,12 @@ class PlanContext(RebuildTasks):
         chain's last name, and per call the task after which its value exists."""
         names, prev, ready = [], chain_from, []
         copies = copies or [0.0] * len(calls)
+        share = self.transfer_share()
+        takes_turns = [f"compute:{r}"] if share == 1 else []
         for call, sec, copy in zip(calls, seconds, copies):
             group = call.group(r)
             spans = len({g // self.dpm for g in group}) > 1
             task = call.name + self.sfx(r)
-            share = self.transfer_share()
-            if share >= TAKE_TURNS_FROM:
-                share = 1.0
-            takes_turns = [f"compute:{r}"] if share == 1 else []
             if 0 < share < 1:
                 # when horovod's loop issues the transfer (added first: on a tie, it is
                 # taken before the transfer, so both wait for the same cycle)
