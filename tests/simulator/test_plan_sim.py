@@ -303,7 +303,7 @@ def test_on_cpu_ranks_transfers_take_turns_with_compute():
     assert t.makespan_ps == compute + sum(ar)
 
 
-@pytest.mark.parametrize("share", [0.25, 0.5, 0.75])
+@pytest.mark.parametrize("share", [0.1, 0.25, 0.4])
 def test_a_transfer_takes_its_share_of_its_time_from_the_compute_beside_it(share):
     # the by-hand plan: every compute task and, beside each all-reduce, a compute task of
     # ``share`` times its transfer on the same compute resource; the all-reduce's value is
@@ -331,7 +331,7 @@ def test_a_transfer_takes_its_share_of_its_time_from_the_compute_beside_it(share
     assert free <= t.makespan_ps <= turns and free < turns
 
 
-@pytest.mark.parametrize("share", [TAKE_TURNS_FROM, 0.97])
+@pytest.mark.parametrize("share", [TAKE_TURNS_FROM, 0.91, 0.97])
 def test_a_share_near_one_takes_turns(share):
     graph, model, plan, t = _data_parallel_mlp(transfer_compute_share=share)
     to.reset_default_graph()
