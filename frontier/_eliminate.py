@@ -33,6 +33,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from frontier._meet import meet
 from frontier._memo import Memo, fingerprint, table_fingerprint
 from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
@@ -344,6 +345,42 @@ class Work:
         self._remove_node(v)
         self._set_node(u, new)
         self._step("fold", (v, u), start, self.st.table(new).npoints)
+
+    def meet(self, v: int, u: int) -> int:
+        """Folds v (whose only neighbour is u, by one edge) into u as ``fold`` does when
+        u's own frontier has several points per configuration, and unites u's
+        configurations at once: the table id of the one-cell frontier of v's side,
+        u's and the edge between (``_meet``). For the last step of LDP, where a path's
+        two folded halves meet; u's node keeps its table (its configurations are
+        spent), v is removed."""
+        start = self._start()
+        (wid,) = self.adj[v][u]
+        b_id = self.oriented(wid, v)
+        kv, ku = self.K[v], self.K[u]
+        nv0, b0 = self.ntab[v], b_id
+        nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
+        nu = self.ntab[u]
+        budget = self.budget(nv, b_id)
+
+        def compute():
+            t, ia, ib, _ = combine_shared(self.st.table(nv), self.st.table(b_id),
+                                          Shape(1, kv, ku), threads=self.opt.threads,
+                                          budget=budget, counts=self.tally, rel=self.rel)
+            return t, (ia, ib)
+        folded = self.remembered("fold", (nv, b_id), (kv, ku, budget), compute)
+        budget = self.budget(folded, nu)
+
+        def compute_meet():
+            t, ia, ib = meet(self.st.table(folded), self.st.table(nu), budget=budget,
+                             threads=self.opt.threads, counts=self.tally, rel=self.rel)
+            return t, (ia, ib)
+        out = self.remembered("meet", (folded, nu), (ku, budget), compute_meet)
+        self.st.drop(folded)
+        self._remove_edge(wid)
+        self._drop_all(nv, b_id, b0)
+        self._remove_node(v)
+        self._step("fold", (v, u), start, self.st.table(out).npoints)
+        return out
 
     def choose_config(self, v: int, heuristic: Heuristic,
                       chains: Optional[dict[int, Chain]] = None) -> int:

@@ -50,6 +50,7 @@ __all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER
 
 SMALL_BUFFER = 256   # candidates a cell may have to be sorted instead of heaped (at most)
 MAX_BUCKETS = 1 << 16   # memory buckets in front of a cell's heap (at most)
+LEAPS = 2               # leader points a stream's next candidate is checked against
 
 
 @jit_inline
@@ -196,6 +197,79 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
     return (np.inf, np.inf, -1, -1, -1), need
 
 
+@jit_leaf_inline
+def _leader_point(av, bv, lblk, lcur, m):
+    """The leader's last candidate with memory at most m, from its kept candidate
+    ``lcur`` on (along its stream; ``lblk`` its block, as ``blk`` of ``_merge_cell``):
+    ``(memory, time, radius, code)``; memory inf when even the kept one has more."""
+    a0, a1, b0, b1, mk, tk, rk = lblk[0], lblk[1], lblk[2], lblk[3], lblk[4], lblk[5], lblk[6]
+    code, i, j = lcur[2], lcur[3], lcur[4]
+    if lcur[0] > m:
+        return np.inf, np.inf, 0.0, code
+    if a1 - a0 <= b1 - b0:                   # the leader walks b
+        ma = av[i, 0] + mk
+        step = 1                             # gallop: the answer is usually close
+        while j + step < b1 and ma + bv[j + step, 0] <= m:
+            j += step
+            step *= 2
+        while step > 1:
+            step >>= 1
+            if j + step < b1 and ma + bv[j + step, 0] <= m:
+                j += step
+        c = code if j == lcur[4] else code - (code & 1)
+        return (ma + bv[j, 0], (av[i, 1] + tk) + bv[j, 1], (av[i, 2] + rk) + bv[j, 2], c)
+    mb = bv[j, 0]
+    step = 1
+    while i + step < a1 and (av[i + step, 0] + mk) + mb <= m:
+        i += step
+        step *= 2
+    while step > 1:
+        step >>= 1
+        if i + step < a1 and (av[i + step, 0] + mk) + mb <= m:
+            i += step
+    c = code if i == lcur[3] else code - (code & 1)
+    return ((av[i, 0] + mk) + mb, (av[i, 1] + tk) + bv[j, 1], (av[i, 2] + rk) + bv[j, 2], c)
+
+
+@jit_leaf_inline
+def _leap(av, bv, lblk, lcur, blk, x, exact):
+    """``x``, the next candidate of a stream of block ``blk``, or a later one of that
+    stream: the candidates the leader's point y (``_leader_point`` at x's memory)
+    stands for are left out. y comes before them in the merge's order, is no slower,
+    and (unless ``exact``) its own radius covers theirs (``r + t_y - t <= r_y``), so
+    whatever kept point stands for y stands for them too; exact, they would have been
+    dominated. Up to ``LEAPS`` leader points, each a run of the stream; code -1: the
+    stream's rest is left out."""
+    a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
+    walk_b = a1 - a0 <= b1 - b0
+    for _ in range(LEAPS):
+        my, ty, ry, cy = _leader_point(av, bv, lblk, lcur, x[0])
+        if not (ty <= x[1] and (my < x[0] or (my == x[0] and (ty < x[1] or cy < x[2])))):
+            return x
+        i, j = x[3], x[4]
+        if walk_b:
+            ta, ra, ma = av[i, 1] + tk, av[i, 2] + rk, av[i, 0] + mk
+            while j < b1 and ta + bv[j, 1] >= ty and (
+                    exact or (ra + bv[j, 2]) + (ty - (ta + bv[j, 1])) <= ry):
+                j += 1
+            if j == x[4]:
+                return x
+            if j >= b1:
+                return (np.inf, np.inf, -1, -1, -1)
+            x = (ma + bv[j, 0], ta + bv[j, 1], x[2], i, j)
+        else:
+            tb, rb, mb = bv[j, 1], bv[j, 2], bv[j, 0]
+            while i < a1 and (av[i, 1] + tk) + tb >= ty and (
+                    exact or ((av[i, 2] + rk) + rb) + (ty - ((av[i, 1] + tk) + tb)) <= ry):
+                i += 1
+            if i == x[3]:
+                return x
+            if i >= a1:
+                return (np.inf, np.inf, -1, -1, -1)
+            x = ((av[i, 0] + mk) + mb, (av[i, 1] + tk) + tb, x[2], i, j)
+    return x
+
+
 @jit_leaf
 def _cell_size(layout, bmap, c, offs, live, nlive):
     """``(candidates, streams)`` of output cell c's blocks ``live[:nlive]``: the
@@ -248,6 +322,9 @@ def _merge_cell(where, T, buf, state):
         return nout, examined, gap
     cur = root(hf, hx)
     hn = pop(hf, hx, hn)
+    lblk = (aoff[0], aoff[0], boff[0], boff[0], 0.0, 0.0, 0.0, a_rad, b_rad)
+    lcur = cur
+    lead = False                                 # a kept point's stream leads
     while True:
         m, t, code, i, j = cur
         examined += 1
@@ -274,15 +351,20 @@ def _merge_cell(where, T, buf, state):
             of[last, 1] = t
             oi[last, 0], oi[last, 1], oi[last, 2] = i, j, k
             v = t
+            lblk, lcur, lead = blk, cur, True
         else:
             of[nout, 0], of[nout, 1], of[nout, 2] = m, t, r
             oi[nout, 0], oi[nout, 1], oi[nout, 2] = i, j, k
             last = nout
             nout += 1
             v = t
+            lblk, lcur, lead = blk, cur, True
         nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact)
         if last >= 0 and need > of[last, 2]:
             of[last, 2] = need
+        if lead and nxt2[2] >= 0 and (lcur[2] >> 1 != code >> 1 or lcur[3] != i
+                                      or lcur[4] != j):
+            nxt2 = _leap(av, bv, lblk, lcur, blk, nxt2, exact)
         # Go on with the least of the successors and the queue, touching the queue only
         # when needed (a block often wins several times in a row). An entry of the
         # heap's bucket or before goes to the heap, a later one to its bucket's list.

@@ -7,7 +7,8 @@ nodes (method "elimination"). A component's cost frontier is a one-cell table:
   ``CF(vi, p) = reduce(U_k CF(v(i-1), k) (x) F(e, k, p)) (x) F(vi, p)`` -- each step is
   ``Work.fold`` of the head into the next node, batched over k and p in numpy -- and
   finally the union over the last node's configurations. The path is folded from both
-  ends into its middle node v(m), whose frontier is then the product of the two sides'.
+  ends into its middle node v(m); the last fold and the union over v(m)'s
+  configurations are one merge (``Work.meet``): the union of the two sides' products.
   A fold's work grows with the points per cell of the part folded so far, and those
   grow with its length (its times spread wider while each reduction may thin only by
   its own share of epsilon), so two halves cost less than one whole: on a random
@@ -29,6 +30,7 @@ import numpy as np
 
 from frontier._eliminate import Work
 from frontier._structure import components
+from frontier._table import single_point_cells
 from frontier._values import union_all
 
 __all__ = ["finish", "path_order"]
@@ -68,11 +70,18 @@ def finish(work: Work, method: str) -> int:
             order = path_order(work, comp)
             work.tally.ldp_path_lengths.append(len(order))
             m = len(order) // 2
+            last, met = order[m], None
             for side in (order[:m + 1], order[m:][::-1]):      # each end to order[m]
                 for a, b in zip(side, side[1:]):
-                    work.fold(a, b)
                     work.tally.ldp_steps += 1
-            last = order[m]
+                    if b == last and side[0] != order[0] and not single_point_cells(
+                            work.st.table(work.ntab[last])):
+                        met = work.meet(a, b)       # the second half meets the first
+                    else:
+                        work.fold(a, b)
+            if met is not None:
+                factors.append(met)
+                continue
         else:
             assert len(comp) <= 2
             if len(comp) == 2:

@@ -189,7 +189,7 @@ def test_hard_chain_matches_a_direct_pareto_dp(seed):
     its heap, not its small-cell sort), the frontier equals a direct numpy DP that
     materializes every candidate; with epsilon, each DP point is covered within a
     returned point's radius."""
-    n, k = 10, 12
+    n, k = 12, 12       # long enough that each half's cells pass 40 points
     g = hard_graph("chain", n, k, seed=seed, reuse_fraction=0.3)
     cf = [(g.node_costs(0)[p, :1], g.node_costs(0)[p, 1:]) for p in range(k)]
     for v in range(1, n):

@@ -90,8 +90,9 @@ def test_relative_epsilon_covers_every_exact_point_within_its_own_share(shape):
 def test_relative_epsilon_on_a_random_chain_covers_a_direct_frontier():
     """A random-cost chain (cells of about a hundred points: the heap runs) against its
     exact frontier: every exact point within (1 + e) of its own time, with fewer points
-    than the absolute bound keeps (its times span 2.7x: slow points get wider shares)."""
-    g = hard_graph("chain", 12, 12, seed=4, reuse_fraction=0.3)
+    than the absolute bound keeps (its times span 4.5x: slow points get wider shares).
+    Long enough that each folded half's cells pass 20 points."""
+    g = hard_graph("chain", 16, 12, seed=4, reuse_fraction=0.3)
     ref = track(g).points
     res = track(g, epsilon=0.05, relative=True)
     assert res.stats.max_cell_points > 20
