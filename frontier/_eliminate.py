@@ -312,6 +312,16 @@ class Work:
         self.tally.node_eliminations += 1
         self._step("node", (v, h, j), start, self.st.table(new).npoints)
 
+    def _fold_inputs(self, v: int, u: int) -> tuple:
+        """What folding v into u starts from: ``(edge id, K of v, K of u, v's node table,
+        the edge's table oriented from v, its table before capping)``, both tables capped
+        for a product of v's configurations into u's."""
+        (wid,) = self.adj[v][u]
+        b0 = self.oriented(wid, v)
+        kv, ku = self.K[v], self.K[u]
+        nv, b_id = self.capped((self.ntab[v], b0), _combine_candidates(1, kv, ku))
+        return wid, kv, ku, nv, b_id, b0
+
     def fold(self, v: int, u: int) -> None:
         """Folds v (whose only neighbour is u, by one edge) into u's node frontier.
 
@@ -319,11 +329,7 @@ class Work:
         step of LDP (Algorithm 3 line 6) when v is the head of the linear graph.
         """
         start = self._start()
-        (wid,) = self.adj[v][u]
-        b_id = self.oriented(wid, v)
-        kv, ku = self.K[v], self.K[u]
-        nv0, b0 = self.ntab[v], b_id
-        nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
+        wid, kv, ku, nv, b_id, b0 = self._fold_inputs(v, u)
         nu, nu_single = self._node_single(u)
         parents = (nv, b_id) if nu_single is None else (nv, b_id, nu)
         budget = self.budget(*parents)
@@ -354,11 +360,7 @@ class Work:
         two folded halves meet; u's node keeps its table (its configurations are
         spent), v is removed."""
         start = self._start()
-        (wid,) = self.adj[v][u]
-        b_id = self.oriented(wid, v)
-        kv, ku = self.K[v], self.K[u]
-        nv0, b0 = self.ntab[v], b_id
-        nv, b_id = self.capped((nv0, b_id), _combine_candidates(1, kv, ku))
+        wid, kv, ku, nv, b_id, b0 = self._fold_inputs(v, u)
         nu = self.ntab[u]
         budget = self.budget(nv, b_id)
 
