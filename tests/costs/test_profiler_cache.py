@@ -87,15 +87,17 @@ def test_file_round_trips(tmp_path):
     p.save()
     data = json.loads(path.read_text())
     assert data["format"] == FORMAT and data["version"] == VERSION
-    # per measured shard: its seconds and its forward and backward workspace bytes
-    assert len(data["entries"]) == 3 * p.measurements
+    # per measured shard: its seconds, its forward seconds and its forward and backward
+    # workspace bytes
+    assert len(data["entries"]) == 4 * p.measurements
     assert sum(k.endswith("_transient_bytes") for k in data["entries"]) == 2 * p.measurements
+    assert sum(k.endswith("|forward_s") for k in data["entries"]) == p.measurements
     again = fast_profiler(path)                     # a new process reads the file
     assert {str(cfg): again.compute_s(a, cfg) for cfg in configs} == times
     assert again.measurements == 0 and again.hits == len(configs)
     again.compute_s(c, configs[0])                  # adds to the file, keeps the old entries
     again.save()
-    assert len(json.loads(path.read_text())["entries"]) == 3 * (p.measurements + 1)
+    assert len(json.loads(path.read_text())["entries"]) == 4 * (p.measurements + 1)
 
 
 def test_autosave_is_throttled_and_save_writes(tmp_path):

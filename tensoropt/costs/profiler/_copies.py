@@ -69,5 +69,5 @@ def measure_copies(profiler, ops, itemsize: int = 4) -> float:
         target = [tf.reshape(t, [-1])[0] for t in outputs]
         empty = profiler._empty_fetches(tf, len(target))
         init = tf.compat.v1.global_variables_initializer()
-    step, overhead, _, _ = profiler.time_steps(tf, graph, init, target, empty)
-    return max(0.0, step - overhead)
+    timing = profiler.time_steps(tf, graph, init, target, empty)
+    return max(0.0, timing.step_s - timing.overhead_s)

@@ -29,6 +29,13 @@ Method (``measure``):
    session, so tiny ops are not dominated by the fixed cost of a step. On a machine
    shared with other work, ``statistic="min"`` (the least-disturbed step, for both)
    is steadier than the median; the statistic is part of the cache key.
+   The forward pass alone is timed the same way in the same session, fetching only the
+   outputs (``forward_s``; the cost model's ``compute_split`` takes it as the forward's
+   share, and a keep_producer re-run is priced at it). Measured shares differ far from a
+   FLOP ratio (2026-11-27, one rank, small zoo models): a max-pool's forward 4% of its
+   two passes, an LSTM's 9% (its backward slices every step's gradient out of whole
+   tensors), a vocabulary matmul's 12%, a convolution's 19%, a softmax cross-entropy's
+   79%.
 
 5. One more step is traced (``FULL_TRACE``) for each pass's workspace: the peak of what
    the pass's TensorFlow nodes hold at once beyond what the pass hands on
@@ -65,7 +72,7 @@ import statistics
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -86,6 +93,8 @@ __all__ = ["ComputeProfiler", "Measurement", "GraphProfile", "profile_graph", "m
 _DEFAULT = object()
 #: Cache key suffixes of a shard's forward and backward workspace bytes.
 _WORKSPACE_KEYS = ("forward_transient_bytes", "backward_transient_bytes")
+#: Cache key suffix of a shard's forward seconds.
+_FORWARD_KEY = "forward_s"
 
 
 def _nbytes(shape, dtype: str) -> int:
@@ -211,6 +220,8 @@ class Measurement:
         runs: how many steps were timed.
         forward_workspace_bytes, backward_workspace_bytes: what the forward (backward)
             pass held at once beyond its results in a traced step (``workspace_of_trace``).
+        forward_s: the forward pass alone (its outputs fetched), less the overhead of
+            an empty step fetching as many, floored at 0 and at most ``seconds``.
     """
 
     seconds: float
@@ -219,6 +230,19 @@ class Measurement:
     runs: int
     forward_workspace_bytes: int = 0
     backward_workspace_bytes: int = 0
+    forward_s: float = 0.0
+
+
+class Timing(NamedTuple):
+    """What ``ComputeProfiler.time_steps`` measured: the statistic of the timed steps
+    and of the empty ones, how many steps were timed, a traced step's ``RunMetadata``
+    (or None), and the forward-only step less its own overhead (or None when not asked)."""
+
+    step_s: float
+    overhead_s: float
+    runs: int
+    metadata: Any
+    forward_s: float | None = None
 
 
 def session_config(tf, threads: int | None):
@@ -316,7 +340,22 @@ class ComputeProfiler:
         seconds = m.seconds * factor
         self.cache.put(key, seconds)
         self._put_workspace(key, m, factor)
+        self.cache.put(f"{key}|{_FORWARD_KEY}", m.forward_s * factor)
         return seconds
+
+    def forward_s(self, op, config: Config) -> float:
+        """Seconds of ``op``'s local shard's forward pass alone under ``config`` (part
+        of ``compute_s``; see the module doc). Cached with the time; a profile file
+        written before forward passes were timed has none, and the shard is measured
+        again on first request."""
+        if op.kind in SOURCE_KINDS:
+            return 0.0
+        key = self.key(local_shard(op, config))
+        cached = self.cache.get(f"{key}|{_FORWARD_KEY}")
+        if cached is not None:
+            return cached
+        self._measure_again(op, config, key)
+        return self.cache.get(f"{key}|{_FORWARD_KEY}")
 
     def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
         """``(forward, backward)`` transient bytes of ``op``'s local shard under
@@ -327,17 +366,26 @@ class ComputeProfiler:
         A shard measured on a scaled-down stand-in scales them by the same factor."""
         if op.kind in SOURCE_KINDS:
             return 0, 0
-        shard = local_shard(op, config)
-        key = self.key(shard)
+        key = self.key(local_shard(op, config))
         cached = [self.cache.get(f"{key}|{name}") for name in _WORKSPACE_KEYS]
         if None not in cached:
             return int(cached[0]), int(cached[1])
+        self._measure_again(op, config, key)
+        return tuple(int(self.cache.get(f"{key}|{name}")) for name in _WORKSPACE_KEYS)
+
+    def _measure_again(self, op, config: Config, key: str) -> None:
+        """Measures a shard whose cache entry lacks a figure (an older profile file) and
+        fills in what is missing; a time already cached is kept."""
+        shard = local_shard(op, config)
         flops = op.space.flops / config.split_factor()
         stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
         m = self.measure(op, stand_in)
         if self.cache.get(key) is None:
             self.cache.put(key, m.seconds * factor)
-        return self._put_workspace(key, m, factor)
+        if None in [self.cache.get(f"{key}|{name}") for name in _WORKSPACE_KEYS]:
+            self._put_workspace(key, m, factor)
+        if self.cache.get(f"{key}|{_FORWARD_KEY}") is None:
+            self.cache.put(f"{key}|{_FORWARD_KEY}", m.forward_s * factor)
 
     def update_s(self, optimizer, elements: int, dtype: str = "float32") -> float:
         """Seconds of ``optimizer``'s update of a trained variable's local shard of
@@ -404,25 +452,30 @@ class ComputeProfiler:
         graph = tf.Graph()
         with graph.as_default(), tf.device("/cpu:0"):
             tf.compat.v1.set_random_seed(self.seed)
-            target, grads_built = self._build(tf, op, shard)
+            target, grads_built, outputs = self._build(tf, op, shard)
             empty_target = self._empty_fetches(tf, len(target))
+            forward_only = (target[:outputs], self._empty_fetches(tf, outputs, "tiny_forward"))
             init = tf.compat.v1.global_variables_initializer()
-        step, overhead, runs, metadata = self.time_steps(tf, graph, init, target, empty_target, trace=True)
+        timing = self.time_steps(tf, graph, init, target, empty_target, trace=True, forward=forward_only)
         float_bytes = [_nbytes(shape, dtype) for shape, dtype in shard.inputs if dtype == "float32"]
         forward, backward = workspace_of_trace(
-            metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
+            timing.metadata, sum(_nbytes(shape, dtype) for shape, dtype in shard.outputs),
             sum(float_bytes) if grads_built else 0)
-        return Measurement(seconds=max(0.0, step - overhead), step_s=step, overhead_s=overhead,
-                           runs=runs, forward_workspace_bytes=forward,
-                           backward_workspace_bytes=backward)
+        seconds = max(0.0, timing.step_s - timing.overhead_s)
+        return Measurement(seconds=seconds, step_s=timing.step_s, overhead_s=timing.overhead_s,
+                           runs=timing.runs, forward_workspace_bytes=forward,
+                           backward_workspace_bytes=backward,
+                           forward_s=min(seconds, timing.forward_s) if grads_built else seconds)
 
-    def time_steps(self, tf, graph, init, target, empty_target, trace: bool = False):
+    def time_steps(self, tf, graph, init, target, empty_target, trace: bool = False,
+                   forward: tuple | None = None) -> Timing:
         """Runs ``init``, then times ``target`` and ``empty_target`` (the fixed cost of a
         step's fetches) in a session of ``graph`` configured as training configures one
         (``session_config``), with freed memory kept as training steps keep it
-        (``tensoropt._tf.freed_memory_kept``); returns ``(step_s, overhead_s, runs, metadata)``: this
-        profiler's statistic of each, the timed steps of ``target``, and a traced step of
-        it when ``trace`` (else None).
+        (``tensoropt._tf.freed_memory_kept``). Returns a ``Timing``: this profiler's
+        statistic of each, the timed steps of ``target``, a traced step of it when
+        ``trace`` (else None), and, when ``forward`` = (fetches, empty fetches) is given,
+        those timed the same way, the one less the other, floored at 0.
         Counts one measurement."""
         metadata = None
         config = session_config(tf, self.threads)
@@ -434,12 +487,17 @@ class ComputeProfiler:
             for _ in range(3):
                 sess.run(empty_target)
             empty = self._time(sess, empty_target, max(len(steps), 20), max(len(steps), 20), 0.0)
+            if forward is not None:
+                forward_steps = self._time(sess, forward[0], self.min_runs, self.max_runs, self.min_time_s)
+                forward_empty = self._time(sess, forward[1], max(len(forward_steps), 20),
+                                           max(len(forward_steps), 20), 0.0)
             if trace:
                 options, metadata = trace_options(tf)
                 sess.run(target, options=options, run_metadata=metadata)
         self.measurements += 1
         stat = _STATISTICS[self.statistic]
-        return stat(steps), stat(empty), len(steps), metadata
+        forward_s = None if forward is None else max(0.0, stat(forward_steps) - stat(forward_empty))
+        return Timing(stat(steps), stat(empty), len(steps), metadata, forward_s)
 
     @staticmethod
     def _time(sess, target, min_runs: int, max_runs: int, min_time_s: float) -> list[float]:
@@ -451,7 +509,9 @@ class ComputeProfiler:
         return times
 
     def _build(self, tf, op, shard: LocalShard):
-        """Scalar fetches whose computation is the shard's forward and backward."""
+        """Scalar fetches whose computation is the shard's forward and backward (the
+        outputs' first, then the gradients'), whether any gradient was built, and how
+        many of the fetches are outputs."""
         inputs = []
         for i, ((shape, dtype), bound) in enumerate(zip(shard.inputs, shard.int_ranges)):
             if dtype == "float32":
@@ -490,12 +550,12 @@ class ComputeProfiler:
         # One element of each result is fetched: Grappler prunes work that only a
         # tf.group (a control edge) needs, so the values must be fetched, but copying
         # whole tensors out would be timed too.
-        return [tf.reshape(t, [-1])[0] for t in outputs + grads], bool(grads)
+        return [tf.reshape(t, [-1])[0] for t in outputs + grads], bool(grads), len(outputs)
 
     @staticmethod
-    def _empty_fetches(tf, n: int):
+    def _empty_fetches(tf, n: int, name: str = "tiny"):
         """``n`` scalar fetches of a tiny variable: the fixed cost of a step's fetches."""
-        tiny = tf.compat.v1.Variable(tf.zeros([n]), trainable=False, use_resource=True, name="tiny")
+        tiny = tf.compat.v1.Variable(tf.zeros([n]), trainable=False, use_resource=True, name=name)
         value = tiny.value()
         return [value[i] for i in range(n)]
 

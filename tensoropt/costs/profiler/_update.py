@@ -56,5 +56,5 @@ def measure_update(profiler, optimizer, elements: int, dtype: str = "float32") -
         update = optimizer.to_tensorflow(tf).apply_gradients([(grad.value(), param)])
         empty = profiler._empty_fetches(tf, 1)
         init = tf.compat.v1.global_variables_initializer()
-    step, overhead, _, _ = profiler.time_steps(tf, graph, init, update, empty)
-    return max(0.0, step - overhead)
+    timing = profiler.time_steps(tf, graph, init, update, empty)
+    return max(0.0, timing.step_s - timing.overhead_s)
