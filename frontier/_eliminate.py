@@ -128,11 +128,13 @@ class Work:
             table, bp, gap = hit
             self.tally.memo_hits += 1
             return self.st.derived(table, parents, bp, key, gap=gap, shared=True)
+        start = time.perf_counter()
         table, bp = compute()
+        seconds = time.perf_counter() - start
         gap, self.tally.gap_s = self.tally.gap_s, 0.0
         tid = self.st.derived(table, parents, bp, key, gap=gap)
         rec = self.st.records[tid]
-        rec.shared = self.memo.put(key, (table, rec.bp, gap))
+        rec.shared = self.memo.put(key, (table, rec.bp, gap), seconds)
         return tid
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:

@@ -89,6 +89,70 @@ def test_memo_keeps_recent_results_within_its_bytes():
     assert m.bytes == 2 * size
 
 
+def _huge_entry(npoints):
+    """An entry whose arrays report ``npoints`` points' bytes without holding them
+    (broadcast views): for budgets of gigabytes."""
+    zeros = np.broadcast_to(np.float64(0.0), (npoints,))
+    t = Table(zeros, zeros, np.array([0, npoints]), zeros)        # with radii
+    return t, (np.broadcast_to(np.uint32(0), (npoints,)),), 0.0
+
+
+def test_memo_budget_is_a_share_of_available_memory(monkeypatch):
+    """On a machine with 16 GiB available the budget is 4 GiB, so a 3.3 GB result (PaSE's
+    Transformer's self-attention on 64 devices: over the old fixed 3 GiB) is kept."""
+    monkeypatch.setattr(memo, "available_bytes", lambda: 16 * 2 ** 30, raising=False)
+    m = Memo()
+    assert m.max_bytes == 4 * 2 ** 30
+    big = _huge_entry(118_000_000)                  # 118M * 28 bytes: 3.3 GB
+    assert 3 * 2 ** 30 < memo._nbytes(big) < 4 * 2 ** 30
+    assert m.put(b"attention", big, seconds=120.0)
+    assert m.get(b"attention") is big
+    monkeypatch.setattr(memo, "available_bytes", lambda: None, raising=False)
+    assert Memo().max_bytes == 3 * 2 ** 30          # no /proc/meminfo: the old budget
+    assert not Memo().put(b"attention", big)
+    monkeypatch.setattr(memo, "MEMO_BYTES", 123)
+    assert Memo().max_bytes == 123                  # a fixed budget wins
+
+
+def test_available_bytes_reads_meminfo(tmp_path):
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
+    assert memo.available_bytes(str(info)) == 20000000 * 1024
+    info.write_text("MemTotal:       24000000 kB\n")
+    assert memo.available_bytes(str(info)) is None
+    assert memo.available_bytes(str(tmp_path / "absent")) is None
+
+
+def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
+    """GreedyDual-Size: the least credit (seconds per byte, plus the aging L) goes first,
+    not the least recent; a slow result no longer used still leaves in the end."""
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=2 * size)
+    assert m.put(b"slow", _entry(20), seconds=3 * size)   # credit 3
+    assert m.put(b"quick1", _entry(20), seconds=size)     # credit 1
+    assert m.put(b"quick2", _entry(20), seconds=size)     # credit 1: drops quick1
+    assert m.get(b"quick1") is None
+    assert m.get(b"slow") is not None                     # LRU would have dropped slow
+    assert m.aging == 1.0
+    kept = []
+    for i in range(3, 9):                                 # each put credit L + 1
+        m.put(b"quick%d" % i, _entry(20), seconds=size)
+        kept.append(b"slow" in m)                         # a look, not a reuse
+    # slow's credit stays 4 (L 1 + 3 at its last get); L climbs 1, 2, 2, 3, 3, 4: at
+    # the sixth put the tie at 4 goes to the older entry, slow.
+    assert kept == [True, True, True, True, True, False]
+    assert m.bytes == 2 * size and m.evictions == 7
+
+
+def test_memo_without_seconds_is_least_recently_used():
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=2 * size)
+    m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
+    m.get(b"a")
+    assert m.put(b"c", _entry(20))
+    assert m.get(b"b") is None and m.get(b"a") is not None
+
+
 def test_collect_keeps_shared_pointers_whole_and_uncopied():
     """Two records sharing one pointer array (a result reused by ``_memo``): collecting
     leaves both pointing at that array, and every live point unrolls as before."""
