@@ -24,10 +24,11 @@ Past the budget, results are dropped by *GreedyDual-Size* (Cao and Irani, 1997):
 entry has a credit, ``L + seconds / bytes`` when it is put or reused (``seconds``: what
 computing it took, ``bytes``: what keeping it costs), and the entry of least credit
 goes first; ``L`` is then raised to that credit, so entries not reused for a while age
-out behind newer ones. It weighs what a result saves against the memory it holds: a
-result that took minutes is kept over many quick ones of the same bytes, and among
-equally costly results the least recently used goes first, as before (``L`` ages the
-others). A result larger than the whole budget is not kept. Ties go to the older put.
+out behind newer ones. A new result is always kept (the others make room for it) unless
+it alone is over the budget: the layer just eliminated is the one the next layer
+repeats. It weighs what a result saves against the memory it holds: a result that took
+minutes is kept over many quick ones of the same bytes, and among equally costly
+results the least recently used goes first, as before. Ties go to the older entry.
 Small results are kept too: a ResNet's or Inception's repeated blocks are many small
 eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
 from 30.1 to 21.5 CPU seconds).
@@ -159,12 +160,7 @@ class Memo:
         size = _nbytes(entry)
         if size > self.max_bytes or key in self._entries:
             return False
-        self._entries[key] = entry
-        self._sizes[key] = size
-        self._worth[key] = max(seconds, 0.0) / max(size, 1)
-        self._rate(key)
-        self.bytes += size
-        while self.bytes > self.max_bytes:
+        while self.bytes + size > self.max_bytes:    # make room: least credit first
             credit, order, old = heapq.heappop(self._heap)
             if self._credit.get(old) != (credit, order):
                 continue                              # stale: renewed or dropped
@@ -172,4 +168,9 @@ class Memo:
             del self._entries[old], self._worth[old], self._credit[old]
             self.bytes -= self._sizes.pop(old)
             self.evictions += 1
-        return key in self._entries
+        self._entries[key] = entry
+        self._sizes[key] = size
+        self._worth[key] = max(seconds, 0.0) / max(size, 1)
+        self._rate(key)
+        self.bytes += size
+        return True
