@@ -20,15 +20,19 @@ leaves the search itself three quarters, and the budget is counted conservativel
 result still held by the ``Store`` (or whose pointers the ``Store`` keeps for the
 unroll) costs nothing more for being remembered, yet is counted in full.
 
-Past the budget, results are dropped by *GreedyDual-Size* (Cao and Irani, 1997): each
-entry has a credit, ``L + seconds / bytes`` when it is put or reused (``seconds``: what
-computing it took, ``bytes``: what keeping it costs), and the entry of least credit
-goes first; ``L`` is then raised to that credit, so entries not reused for a while age
-out behind newer ones. A new result is always kept (the others make room for it) unless
-it alone is over the budget: the layer just eliminated is the one the next layer
-repeats. It weighs what a result saves against the memory it holds: a result that took
-minutes is kept over many quick ones of the same bytes, and among equally costly
-results the least recently used goes first, as before. Ties go to the older entry.
+Past the budget, results are dropped by *GreedyDual* (Young, 1994) with the seconds a
+result took as its cost: each entry has a credit, ``L + seconds`` when it is put or
+reused, and the entry of least credit goes first; ``L`` is then raised to that credit,
+so entries not reused for a while age out behind newer ones. A new result is always
+kept (the others make room for it) unless it alone is over the budget: the layer just
+eliminated is the one the next layer repeats. Among equally costly results the least
+recently used goes first, as before. Ties go to the older entry. The credit is not
+divided by bytes (GreedyDual-Size): on PaSE's Transformer at 64 devices one layer's
+results (about 7 GiB: 88M, 46M, 36M, 17M, 15M points...) exceed the budget, and per
+byte they all cost about the same (10 to 30 s a GB), so that rule dropped them as a
+least-recently-used one would, each before the next layer asked for it, and every
+layer computed them all again. By seconds, the two slowest (46M points: 34 s, 88M: 32
+s; 4.1 GiB) stay and the quick ones cycle.
 Small results are kept too: a ResNet's or Inception's repeated blocks are many small
 eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
 from 30.1 to 21.5 CPU seconds).
@@ -119,13 +123,13 @@ def memo_budget() -> int:
 
 class Memo:
     """Results by fingerprint within ``max_bytes`` (default ``memo_budget()``, read when
-    the memo is made), the entry of least GreedyDual-Size credit dropped first."""
+    the memo is made), the entry of least GreedyDual credit dropped first."""
 
     def __init__(self, max_bytes: Optional[int] = None):
         self.max_bytes = memo_budget() if max_bytes is None else max_bytes
         self._entries: dict[bytes, tuple] = {}
         self._sizes: dict[bytes, int] = {}
-        self._worth: dict[bytes, float] = {}     # seconds per byte of each entry
+        self._worth: dict[bytes, float] = {}     # seconds computing each entry took
         self._credit: dict[bytes, tuple] = {}    # key -> its live (credit, order)
         self._heap: list[tuple] = []             # (credit, order, key), stale ones too
         self._order = 0
@@ -170,7 +174,7 @@ class Memo:
             self.evictions += 1
         self._entries[key] = entry
         self._sizes[key] = size
-        self._worth[key] = max(seconds, 0.0) / max(size, 1)
+        self._worth[key] = max(seconds, 0.0)
         self._rate(key)
         self.bytes += size
         return True

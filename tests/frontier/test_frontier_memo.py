@@ -124,25 +124,36 @@ def test_available_bytes_reads_meminfo(tmp_path):
 
 
 def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
-    """GreedyDual-Size: the least credit (seconds per byte, plus the aging L) goes first,
+    """GreedyDual: the least credit (seconds it took, plus the aging L) goes first,
     not the least recent; a new result is always kept; a slow result no longer used
     still leaves in the end."""
     size = memo._nbytes(_entry(20))
     m = Memo(max_bytes=2 * size)
-    assert m.put(b"slow", _entry(20), seconds=3 * size)   # credit 3
-    assert m.put(b"quick1", _entry(20), seconds=size)     # credit 1
-    assert m.put(b"quick2", _entry(20), seconds=size)     # drops quick1 (1): L 1; credit 2
+    assert m.put(b"slow", _entry(20), seconds=3.0)   # credit 3
+    assert m.put(b"quick1", _entry(20), seconds=1.0)     # credit 1
+    assert m.put(b"quick2", _entry(20), seconds=1.0)     # drops quick1 (1): L 1; credit 2
     assert m.get(b"quick1") is None
     assert m.get(b"slow") is not None                     # LRU would have dropped slow
     assert m.aging == 1.0                                 # slow renewed: credit 1 + 3 = 4
     kept = []
     for i in range(3, 9):                                 # each new one: credit L + 1
-        assert m.put(b"quick%d" % i, _entry(20), seconds=size)
+        assert m.put(b"quick%d" % i, _entry(20), seconds=1.0)
         kept.append(b"slow" in m)                         # a look, not a reuse
     # quick3 drops quick2 (2; L 2, credit 3), quick4 drops quick3 (3; L 3, credit 4),
     # quick5 finds slow and quick4 both at 4: the older, slow, goes.
     assert kept == [True, True, False, False, False, False]
     assert m.bytes == 2 * size and m.evictions == 7
+
+
+def test_memo_keeps_the_slower_result_whatever_its_bytes():
+    """The credit is seconds, not seconds per byte: a large result that took 3 s stays
+    over a small one that took 2 s (per byte the large one would go first)."""
+    big, small = memo._nbytes(_entry(40)), memo._nbytes(_entry(20))
+    m = Memo(max_bytes=big + small)
+    assert m.put(b"big", _entry(40), seconds=3.0)
+    assert m.put(b"small", _entry(20), seconds=2.0)
+    assert m.put(b"new", _entry(20), seconds=1.0)
+    assert b"big" in m and b"new" in m and b"small" not in m
 
 
 def test_memo_without_seconds_is_least_recently_used():
