@@ -81,6 +81,7 @@ class Work:
         self.marking = True
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
+        self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -135,6 +136,10 @@ class Work:
         tid = self.st.derived(table, parents, bp, key, gap=gap)
         rec = self.st.records[tid]
         rec.shared = self.memo.put(key, (table, rec.bp, gap), seconds)
+        if rec.shared:
+            self._memo_tid[key] = tid
+        for old in self.memo.take_unused():      # dropped unreused: pointers its own
+            self.st.records[self._memo_tid.pop(old)].shared = False
         return tid
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:

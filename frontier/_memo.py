@@ -33,6 +33,11 @@ byte they all cost about the same (10 to 30 s a GB), so that rule dropped them a
 least-recently-used one would, each before the next layer asked for it, and every
 layer computed them all again. By seconds, the two slowest (46M points: 34 s, 88M: 32
 s; 4.1 GiB) stay and the quick ones cycle.
+A result dropped before anything reused it tells ``Work.remembered`` (``take_unused``),
+which marks its record's pointers as its own again, so that the ``Store``'s collector
+may renumber them (shared pointers are never renumbered: on the Transformer at 64
+devices the results that cycle through the memo each layer, about 100M points, had
+otherwise kept every point's pointers to the end).
 Small results are kept too: a ResNet's or Inception's repeated blocks are many small
 eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
 from 30.1 to 21.5 CPU seconds).
@@ -132,6 +137,8 @@ class Memo:
         self._worth: dict[bytes, float] = {}     # seconds computing each entry took
         self._credit: dict[bytes, tuple] = {}    # key -> its live (credit, order)
         self._heap: list[tuple] = []             # (credit, order, key), stale ones too
+        self._uses: dict[bytes, int] = {}        # reuses of each entry (``get``)
+        self._unused: list[bytes] = []           # dropped, never reused (``take_unused``)
         self._order = 0
         self.aging = 0.0                         # L: the credit last evicted
         self.bytes = 0
@@ -155,8 +162,15 @@ class Memo:
         the caller, ``Work.remembered``, in ``Tally.memo_hits``.)"""
         entry = self._entries.get(key)
         if entry is not None:
+            self._uses[key] += 1
             self._rate(key)
         return entry
+
+    def take_unused(self) -> list[bytes]:
+        """The keys dropped since the last call whose entries were never reused: their
+        back pointers are their records' alone again (``Work.remembered``)."""
+        keys, self._unused = self._unused, []
+        return keys
 
     def put(self, key: bytes, entry: tuple, seconds: float = 0.0) -> bool:
         """Keeps ``entry`` = (table, back pointers, gap), which took ``seconds`` to
@@ -170,11 +184,14 @@ class Memo:
                 continue                              # stale: renewed or dropped
             self.aging = credit
             del self._entries[old], self._worth[old], self._credit[old]
+            if not self._uses.pop(old):
+                self._unused.append(old)
             self.bytes -= self._sizes.pop(old)
             self.evictions += 1
         self._entries[key] = entry
         self._sizes[key] = size
         self._worth[key] = max(seconds, 0.0)
+        self._uses[key] = 0
         self._rate(key)
         self.bytes += size
         return True

@@ -165,6 +165,47 @@ def test_memo_without_seconds_is_least_recently_used():
     assert m.get(b"b") is None and m.get(b"a") is not None
 
 
+def test_memo_reports_results_dropped_unused():
+    m = Memo(max_bytes=2 * memo._nbytes(_entry(20)))
+    m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
+    m.get(b"a")
+    m.put(b"c", _entry(20))                           # drops b, never reused
+    assert m.take_unused() == [b"b"] and m.take_unused() == []
+    m.put(b"d", _entry(20))                           # drops a, reused once: still shared
+    assert b"a" not in m and m.take_unused() == []
+
+
+def test_results_dropped_unused_give_their_pointers_back(monkeypatch):
+    """A small budget drops results before and after their reuse; the records of those
+    never reused are unshared (collectable) and, collecting after every table, the
+    frontier and its plans are those without the memo."""
+    g = model_graph("transformer", n=60, k=8, seed=3)
+    ref = _track(g, monkeypatch, 0, epsilon=0.1)
+    made = []
+
+    class Spy(Memo):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+            self.unused = 0
+
+        def take_unused(self):
+            keys = super().take_unused()
+            self.unused += len(keys)
+            return keys
+
+    import frontier._eliminate as eliminate
+    monkeypatch.setattr(eliminate, "Memo", Spy)
+    monkeypatch.setattr(store, "COLLECT_MIN_BYTES", 0)
+    got = _track(g, monkeypatch, 2 ** 15, epsilon=0.1)
+    assert got.stats.memo_hits > 0 and made[-1].unused > 0
+    assert made[-1].evictions > made[-1].unused        # some were dropped after reuse
+    assert got.points == ref.points
+    np.testing.assert_array_equal(got.radii, ref.radii)
+    np.testing.assert_array_equal(got.node_configs, ref.node_configs)
+    np.testing.assert_array_equal(got.edge_alternatives, ref.edge_alternatives)
+
+
 def test_collect_keeps_shared_pointers_whole_and_uncopied():
     """Two records sharing one pointer array (a result reused by ``_memo``): collecting
     leaves both pointing at that array, and every live point unrolls as before."""
