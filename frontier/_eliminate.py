@@ -81,6 +81,7 @@ class Work:
         self.marking = True
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
+        self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -128,11 +129,17 @@ class Work:
             table, bp, gap = hit
             self.tally.memo_hits += 1
             return self.st.derived(table, parents, bp, key, gap=gap, shared=True)
+        start = time.perf_counter()
         table, bp = compute()
+        seconds = time.perf_counter() - start
         gap, self.tally.gap_s = self.tally.gap_s, 0.0
         tid = self.st.derived(table, parents, bp, key, gap=gap)
         rec = self.st.records[tid]
-        rec.shared = self.memo.put(key, (table, rec.bp, gap))
+        rec.shared = self.memo.put(key, (table, rec.bp, gap), seconds)
+        if rec.shared:
+            self._memo_tid[key] = tid
+        for old in self.memo.take_unused():      # dropped unreused: pointers its own
+            self.st.records[self._memo_tid.pop(old)].shared = False
         return tid
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:

@@ -9,31 +9,62 @@ same points in the same order, so a product whose fingerprint was seen before ta
 earlier result, table and back pointers (which number the parents' points, the same in
 both), instead of running the kernels again. Results are shared, not copied.
 
-``Memo`` keeps the most recently used results up to a byte budget (``MEMO_BYTES``).
+``Memo`` keeps results up to a byte budget (values and back pointers). The budget is
+``MEMO_SHARE`` (a quarter) of the memory the system has available (``MemAvailable`` in
+``/proc/meminfo``) when the search starts, or ``MEMO_FALLBACK_BYTES`` (3 GiB) where
+that cannot be read; ``MEMO_BYTES``, when set, fixes it instead (0 turns reuse off). A
+fixed 3 GiB had been too little for PaSE's Transformer on 64 devices, whose first
+self-attention leaves one 91M-point result of about 3.3 GB that took about 120 s to
+compute: refused, every later layer computed it again. A quarter of what is free
+leaves the search itself three quarters, and the budget is counted conservatively: a
+result still held by the ``Store`` (or whose pointers the ``Store`` keeps for the
+unroll) costs nothing more for being remembered, yet is counted in full.
+
+Past the budget, results are dropped by *GreedyDual* (Young, 1994) with the seconds a
+result took as its cost: each entry has a credit, ``L + seconds`` when it is put or
+reused, and the entry of least credit goes first; ``L`` is then raised to that credit,
+so entries not reused for a while age out behind newer ones. A new result is always
+kept (the others make room for it) unless it alone is over the budget: the layer just
+eliminated is the one the next layer repeats. Among equally costly results the least
+recently used goes first, as before. Ties go to the older entry. The credit is not
+divided by bytes (GreedyDual-Size): on PaSE's Transformer at 64 devices one layer's
+results (about 7 GiB: 88M, 46M, 36M, 17M, 15M points...) exceed the budget, and per
+byte they all cost about the same (10 to 30 s a GB), so that rule dropped them as a
+least-recently-used one would, each before the next layer asked for it, and every
+layer computed them all again. By seconds, the two slowest (46M points: 34 s, 88M: 32
+s; 4.1 GiB) stay and the quick ones cycle.
+A result dropped before anything reused it tells ``Work.remembered`` (``take_unused``),
+which marks its record's pointers as its own again, so that the ``Store``'s collector
+may renumber them (shared pointers are never renumbered: on the Transformer at 64
+devices the results that cycle through the memo each layer, about 100M points, had
+otherwise kept every point's pointers to the end).
 Small results are kept too: a ResNet's or Inception's repeated blocks are many small
-eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking from
-30.1 to 21.5 CPU seconds).
+eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
+from 30.1 to 21.5 CPU seconds).
 
 Usage::
 
     key = fingerprint("combine", st.fp[a], st.fp[b], Shape(W, K, P), budget)
     hit = memo.get(key)                 # (table, back pointers, gap) or None
-    memo.put(key, (table, bp, gap))
+    memo.put(key, (table, bp, gap), seconds)      # seconds: what computing it took
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+import heapq
 from typing import Optional
 
 import numpy as np
 
 from frontier._table import Table
 
-__all__ = ["Memo", "fingerprint", "table_fingerprint", "MEMO_BYTES"]
+__all__ = ["Memo", "fingerprint", "table_fingerprint", "memo_budget", "MEMO_BYTES",
+           "MEMO_SHARE", "MEMO_FALLBACK_BYTES"]
 
-MEMO_BYTES = 3 * 2 ** 30      # results kept for reuse, at most (bytes of values + pointers)
+MEMO_BYTES: Optional[int] = None   # a fixed budget (bytes of values + pointers), if set
+MEMO_SHARE = 0.25                  # else this share of MemAvailable when the search starts
+MEMO_FALLBACK_BYTES = 3 * 2 ** 30  # ... or this, where /proc/meminfo cannot be read
 
 
 def _feed(h, part) -> None:
@@ -74,33 +105,93 @@ def _nbytes(entry) -> int:
             + sum(b.nbytes for b in bp))
 
 
+def available_bytes(meminfo: str = "/proc/meminfo") -> Optional[int]:
+    """The system's ``MemAvailable`` in bytes, or None where it cannot be read."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memo_budget() -> int:
+    """``MEMO_BYTES`` if set, else ``MEMO_SHARE`` of the memory available now, else
+    ``MEMO_FALLBACK_BYTES``."""
+    if MEMO_BYTES is not None:
+        return MEMO_BYTES
+    avail = available_bytes()
+    return MEMO_FALLBACK_BYTES if avail is None else int(MEMO_SHARE * avail)
+
+
 class Memo:
-    """Results by fingerprint, least recently used dropped first past ``max_bytes``."""
+    """Results by fingerprint within ``max_bytes`` (default ``memo_budget()``, read when
+    the memo is made), the entry of least GreedyDual credit dropped first."""
 
     def __init__(self, max_bytes: Optional[int] = None):
-        self.max_bytes = MEMO_BYTES if max_bytes is None else max_bytes
-        self._entries: OrderedDict[bytes, tuple] = OrderedDict()
+        self.max_bytes = memo_budget() if max_bytes is None else max_bytes
+        self._entries: dict[bytes, tuple] = {}
         self._sizes: dict[bytes, int] = {}
+        self._worth: dict[bytes, float] = {}     # seconds computing each entry took
+        self._credit: dict[bytes, tuple] = {}    # key -> its live (credit, order)
+        self._heap: list[tuple] = []             # (credit, order, key), stale ones too
+        self._uses: dict[bytes, int] = {}        # reuses of each entry (``get``)
+        self._unused: list[bytes] = []           # dropped, never reused (``take_unused``)
+        self._order = 0
+        self.aging = 0.0                         # L: the credit last evicted
         self.bytes = 0
+        self.evictions = 0
+
+    def _rate(self, key: bytes) -> None:
+        self._order += 1
+        item = (self.aging + self._worth[key], self._order)
+        self._credit[key] = item
+        heapq.heappush(self._heap, (*item, key))
+        if len(self._heap) > 4 * len(self._credit) + 64:   # drop stale heap items
+            self._heap = [(*c, k) for k, c in self._credit.items()]
+            heapq.heapify(self._heap)
+
+    def __contains__(self, key: bytes) -> bool:
+        """Whether an entry is kept under ``key`` (its credit untouched)."""
+        return key in self._entries
 
     def get(self, key: bytes) -> Optional[tuple]:
-        """The entry under ``key``, now the most recently used, or None. (Hits are
-        counted by the caller, ``Work.remembered``, in ``Tally.memo_hits``.)"""
+        """The entry under ``key``, its credit renewed, or None. (Hits are counted by
+        the caller, ``Work.remembered``, in ``Tally.memo_hits``.)"""
         entry = self._entries.get(key)
         if entry is not None:
-            self._entries.move_to_end(key)
+            self._uses[key] += 1
+            self._rate(key)
         return entry
 
-    def put(self, key: bytes, entry: tuple) -> bool:
-        """Keeps ``entry`` = (table, back pointers, gap) under ``key`` if it fits; says
-        whether it did."""
+    def take_unused(self) -> list[bytes]:
+        """The keys dropped since the last call whose entries were never reused: their
+        back pointers are their records' alone again (``Work.remembered``)."""
+        keys, self._unused = self._unused, []
+        return keys
+
+    def put(self, key: bytes, entry: tuple, seconds: float = 0.0) -> bool:
+        """Keeps ``entry`` = (table, back pointers, gap), which took ``seconds`` to
+        compute, under ``key`` if it fits in the budget; says whether it did."""
         size = _nbytes(entry)
         if size > self.max_bytes or key in self._entries:
             return False
+        while self.bytes + size > self.max_bytes:    # make room: least credit first
+            credit, order, old = heapq.heappop(self._heap)
+            if self._credit.get(old) != (credit, order):
+                continue                              # stale: renewed or dropped
+            self.aging = credit
+            del self._entries[old], self._worth[old], self._credit[old]
+            if not self._uses.pop(old):
+                self._unused.append(old)
+            self.bytes -= self._sizes.pop(old)
+            self.evictions += 1
         self._entries[key] = entry
         self._sizes[key] = size
+        self._worth[key] = max(seconds, 0.0)
+        self._uses[key] = 0
+        self._rate(key)
         self.bytes += size
-        while self.bytes > self.max_bytes:
-            old, _ = self._entries.popitem(last=False)
-            self.bytes -= self._sizes.pop(old)
         return True

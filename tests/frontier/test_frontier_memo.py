@@ -89,6 +89,123 @@ def test_memo_keeps_recent_results_within_its_bytes():
     assert m.bytes == 2 * size
 
 
+def _huge_entry(npoints):
+    """An entry whose arrays report ``npoints`` points' bytes without holding them
+    (broadcast views): for budgets of gigabytes."""
+    zeros = np.broadcast_to(np.float64(0.0), (npoints,))
+    t = Table(zeros, zeros, np.array([0, npoints]), zeros)        # with radii
+    return t, (np.broadcast_to(np.uint32(0), (npoints,)),), 0.0
+
+
+def test_memo_budget_is_a_share_of_available_memory(monkeypatch):
+    """On a machine with 16 GiB available the budget is 4 GiB, so a 3.3 GB result (PaSE's
+    Transformer's self-attention on 64 devices: over the old fixed 3 GiB) is kept."""
+    monkeypatch.setattr(memo, "available_bytes", lambda: 16 * 2 ** 30, raising=False)
+    m = Memo()
+    assert m.max_bytes == 4 * 2 ** 30
+    big = _huge_entry(118_000_000)                  # 118M * 28 bytes: 3.3 GB
+    assert 3 * 2 ** 30 < memo._nbytes(big) < 4 * 2 ** 30
+    assert m.put(b"attention", big, seconds=120.0)
+    assert m.get(b"attention") is big
+    monkeypatch.setattr(memo, "available_bytes", lambda: None, raising=False)
+    assert Memo().max_bytes == 3 * 2 ** 30          # no /proc/meminfo: the old budget
+    assert not Memo().put(b"attention", big)
+    monkeypatch.setattr(memo, "MEMO_BYTES", 123)
+    assert Memo().max_bytes == 123                  # a fixed budget wins
+
+
+def test_available_bytes_reads_meminfo(tmp_path):
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
+    assert memo.available_bytes(str(info)) == 20000000 * 1024
+    info.write_text("MemTotal:       24000000 kB\n")
+    assert memo.available_bytes(str(info)) is None
+    assert memo.available_bytes(str(tmp_path / "absent")) is None
+
+
+def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
+    """GreedyDual: the least credit (seconds it took, plus the aging L) goes first,
+    not the least recent; a new result is always kept; a slow result no longer used
+    still leaves in the end."""
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=2 * size)
+    assert m.put(b"slow", _entry(20), seconds=3.0)   # credit 3
+    assert m.put(b"quick1", _entry(20), seconds=1.0)     # credit 1
+    assert m.put(b"quick2", _entry(20), seconds=1.0)     # drops quick1 (1): L 1; credit 2
+    assert m.get(b"quick1") is None
+    assert m.get(b"slow") is not None                     # LRU would have dropped slow
+    assert m.aging == 1.0                                 # slow renewed: credit 1 + 3 = 4
+    kept = []
+    for i in range(3, 9):                                 # each new one: credit L + 1
+        assert m.put(b"quick%d" % i, _entry(20), seconds=1.0)
+        kept.append(b"slow" in m)                         # a look, not a reuse
+    # quick3 drops quick2 (2; L 2, credit 3), quick4 drops quick3 (3; L 3, credit 4),
+    # quick5 finds slow and quick4 both at 4: the older, slow, goes.
+    assert kept == [True, True, False, False, False, False]
+    assert m.bytes == 2 * size and m.evictions == 7
+
+
+def test_memo_keeps_the_slower_result_whatever_its_bytes():
+    """The credit is seconds, not seconds per byte: a large result that took 3 s stays
+    over a small one that took 2 s (per byte the large one would go first)."""
+    big, small = memo._nbytes(_entry(40)), memo._nbytes(_entry(20))
+    m = Memo(max_bytes=big + small)
+    assert m.put(b"big", _entry(40), seconds=3.0)
+    assert m.put(b"small", _entry(20), seconds=2.0)
+    assert m.put(b"new", _entry(20), seconds=1.0)
+    assert b"big" in m and b"new" in m and b"small" not in m
+
+
+def test_memo_without_seconds_is_least_recently_used():
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=2 * size)
+    m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
+    m.get(b"a")
+    assert m.put(b"c", _entry(20))
+    assert m.get(b"b") is None and m.get(b"a") is not None
+
+
+def test_memo_reports_results_dropped_unused():
+    m = Memo(max_bytes=2 * memo._nbytes(_entry(20)))
+    m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
+    m.get(b"a")
+    m.put(b"c", _entry(20))                           # drops b, never reused
+    assert m.take_unused() == [b"b"] and m.take_unused() == []
+    m.put(b"d", _entry(20))                           # drops a, reused once: still shared
+    assert b"a" not in m and m.take_unused() == []
+
+
+def test_results_dropped_unused_give_their_pointers_back(monkeypatch):
+    """A small budget drops results before and after their reuse; the records of those
+    never reused are unshared (collectable) and, collecting after every table, the
+    frontier and its plans are those without the memo."""
+    g = model_graph("transformer", n=60, k=8, seed=3)
+    ref = _track(g, monkeypatch, 0, epsilon=0.1)
+    made = []
+
+    class Spy(Memo):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+            self.unused = 0
+
+        def take_unused(self):
+            keys = super().take_unused()
+            self.unused += len(keys)
+            return keys
+
+    import frontier._eliminate as eliminate
+    monkeypatch.setattr(eliminate, "Memo", Spy)
+    monkeypatch.setattr(store, "COLLECT_MIN_BYTES", 0)
+    got = _track(g, monkeypatch, 2 ** 15, epsilon=0.1)
+    assert got.stats.memo_hits > 0 and made[-1].unused > 0
+    assert made[-1].evictions > made[-1].unused        # some were dropped after reuse
+    assert got.points == ref.points
+    np.testing.assert_array_equal(got.radii, ref.radii)
+    np.testing.assert_array_equal(got.node_configs, ref.node_configs)
+    np.testing.assert_array_equal(got.edge_alternatives, ref.edge_alternatives)
+
+
 def test_collect_keeps_shared_pointers_whole_and_uncopied():
     """Two records sharing one pointer array (a result reused by ``_memo``): collecting
     leaves both pointing at that array, and every live point unrolls as before."""
