@@ -53,7 +53,7 @@ __all__ = ["Collectives", "OpCost", "EdgeAlternative", "EdgeAlternativeTable", "
 #: analytical roofline): the backward of a linear op computes two products the size of
 #: its forward one (dX and dW), so forward is 1/3 of forward + backward FLOPs. The
 #: profiler times it (``ComputeProfiler.forward_s``); measured shares run from 4% (a
-#: max-pool) to 96% (a softmax cross-entropy).
+#: max-pool) to 79-97% (a softmax cross-entropy).
 FORWARD_SHARE = 1.0 / 3.0
 
 

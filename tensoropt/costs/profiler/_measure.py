@@ -35,7 +35,7 @@ Method (``measure``):
    FLOP ratio (2026-11-27, one rank, small zoo models): a max-pool's forward 4% of its
    two passes, an LSTM's 9% (its backward slices every step's gradient out of whole
    tensors), a vocabulary matmul's 12%, a convolution's 19%, a softmax cross-entropy's
-   79%.
+   79-97%.
 
 5. One more step is traced (``FULL_TRACE``) for each pass's workspace: the peak of what
    the pass's TensorFlow nodes hold at once beyond what the pass hands on
