@@ -328,20 +328,13 @@ class ComputeProfiler:
         """
         if op.kind in SOURCE_KINDS:
             return 0.0
-        shard = local_shard(op, config)
-        key = self.key(shard)
+        key = self.key(local_shard(op, config))
         cached = self.cache.get(key)
         if cached is not None:
             self.hits += 1
             return cached
-        flops = op.space.flops / config.split_factor()
-        stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
-        m = self.measure(op, stand_in)
-        seconds = m.seconds * factor
-        self.cache.put(key, seconds)
-        self._put_workspace(key, m, factor)
-        self.cache.put(f"{key}|{_FORWARD_KEY}", m.forward_s * factor)
-        return seconds
+        self._measure_missing(op, config, key)
+        return self.cache.get(key)
 
     def forward_s(self, op, config: Config) -> float:
         """Seconds of ``op``'s local shard's forward pass alone under ``config`` (part
@@ -354,7 +347,7 @@ class ComputeProfiler:
         cached = self.cache.get(f"{key}|{_FORWARD_KEY}")
         if cached is not None:
             return cached
-        self._measure_again(op, config, key)
+        self._measure_missing(op, config, key)
         return self.cache.get(f"{key}|{_FORWARD_KEY}")
 
     def workspace_bytes(self, op, config: Config) -> tuple[int, int]:
@@ -370,12 +363,14 @@ class ComputeProfiler:
         cached = [self.cache.get(f"{key}|{name}") for name in _WORKSPACE_KEYS]
         if None not in cached:
             return int(cached[0]), int(cached[1])
-        self._measure_again(op, config, key)
+        self._measure_missing(op, config, key)
         return tuple(int(self.cache.get(f"{key}|{name}")) for name in _WORKSPACE_KEYS)
 
-    def _measure_again(self, op, config: Config, key: str) -> None:
-        """Measures a shard whose cache entry lacks a figure (an older profile file) and
-        fills in what is missing; a time already cached is kept."""
+    def _measure_missing(self, op, config: Config, key: str) -> None:
+        """Measures ``op``'s shard under ``config`` (on a scaled-down stand-in when too
+        large, ``fit_shard``) and caches what ``key`` lacks: its time, workspace bytes
+        and forward time, all three for a new shard; for an older profile file's entry,
+        the figures it was written without (a time already cached is kept)."""
         shard = local_shard(op, config)
         flops = op.space.flops / config.split_factor()
         stand_in, factor = fit_shard(op, shard, flops, self.max_bytes, self.max_flops)
