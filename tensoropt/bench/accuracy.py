@@ -32,6 +32,11 @@ the estimated order of time on the frontier plans; beside it, the same over the 
 frontier plans the measurement tells apart (``order_stats.tau_on_resolved_pairs``: medians
 further apart than half their interquartile ranges together), and how many, to tell an
 estimate that misorders distinct plans from plans that measure within noise of each other.
+Last, the run against itself: tau between the frontier plans' medians over the even rounds
+and over the odd rounds (``interleaved.half_medians``), two independent half-length
+measurements. Where it is low, the run cannot order the frontier, and no estimate's tau
+against it can be high either (the small LSTM's frontier plans lie 1-9 ms apart, their
+steps' IQRs 4-12 ms).
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ def _summary(rows: list[dict]) -> dict:
     spread = [r["measured"]["time_spread"] for r in front]
     out["tau_resolved"] = {s: tau_on_resolved_pairs(measured, spread, [r[s]["time"] for r in front])
                            for s in ("additive", "simulated")}
+    halves = [[r["measured"][f"time_{h}_rounds"] for r in front] for h in ("even", "odd")]
+    out["tau_self"] = kendall_tau_b(*halves) if len(front) > 1 else float("nan")
     return out
 
 
@@ -171,17 +178,24 @@ def summary_lines(results) -> list[str]:
     """The bench's closing table: per ``(model, summary)`` of ``results`` (``_summary``),
     the additive and simulated errors and tau, then the targets."""
     lines = [f"{'model':<12}{'source':<11}{'time':>18}{'network':>18}{'peak memory':>18}{'tau (frontier)':>16}"
-             f"{'tau, resolved pairs':>21}"]
+             f"{'tau, resolved pairs':>21}{'tau, run vs itself':>20}"]
     for name, summary in results:
         for source in ("additive", "simulated"):
             absolute, signed = summary[source]
             cells = "".join(f"{f'{a:.1%} ({s:+.1%})':>18}" for a, s in zip(absolute, signed))
             tau = summary["tau"][source]
             resolved, pairs = summary["tau_resolved"][source]
-            lines.append(f"{name:<12}{source:<11}{cells}{'n/a' if math.isnan(tau) else f'{tau:.2f}':>16}"
-                         f"{('n/a' if math.isnan(resolved) else f'{resolved:.2f}') + f' ({pairs})':>21}")
+            own = summary["tau_self"]
+            lines.append(f"{name:<12}{source:<11}{cells}{_tau(tau):>16}{_tau(resolved) + f' ({pairs})':>21}"
+                         f"{_tau(own):>20}")
     lines.append("targets: time <= 10%, memory <= 5%, tau >= 0.8 (n/a: fewer than two frontier plans, "
                  "or all their times tie)")
     lines.append("tau, resolved pairs: over the frontier pairs whose measured medians are further apart "
                  "than half their IQRs together (how many), not a target")
+    lines.append("tau, run vs itself: the frontier plans' order in the even rounds against the odd rounds "
+                 "(each half the steps), how far the run can order them at all, not a target")
     return lines
+
+
+def _tau(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}"

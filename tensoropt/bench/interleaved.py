@@ -9,7 +9,8 @@ then a block of timed steps. Blocks are sized from one warm-up step per plan, so
 seconds of them: short steps are timed many times, long ones fewer.
 
 Per plan, every figure is the slowest (or largest) rank's:
-- time: the median of the timed steps, with the interquartile range as its spread;
+- time: the median of the timed steps, with the interquartile range as its spread, and
+  the medians of the even and of the odd rounds apart (``half_medians``);
 - network, ops (time inside horovod ops, and the other ops' summed times) and peak
   memory (resident variables + the allocation peak): the median over ``repeats``
   traced steps, as ``execution.step_profile`` measures one step.
@@ -29,7 +30,7 @@ import tensoropt as to
 from tensoropt._tf import import_tensorflow
 from tensoropt.execution.step_profile import profile_from_trace, resident_bytes, trace_options
 
-__all__ = ["block_steps", "interquartile_range", "measure_group"]
+__all__ = ["block_steps", "interquartile_range", "measure_group", "half_medians"]
 
 
 def block_steps(step_s: Sequence[float], rounds: int, min_steps: int, min_time_s: float) -> list[int]:
@@ -48,6 +49,25 @@ def interquartile_range(values: Sequence[float]) -> float:
         return 0.0
     q1, q3 = np.percentile(values, [25, 75])
     return float(q3 - q1)
+
+
+def half_medians(rounds: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """The median of the steps timed in the even rounds and that of the odd rounds: two
+    independent measurements of one plan, whose agreement over a group of plans tells how
+    well the run can order them (``accuracy``'s "run vs itself"). With one round, its first
+    and its second half; with one step, that step twice.
+
+    Raises:
+        ValueError: no step was timed.
+    """
+    if len(rounds) > 1:
+        halves = [[s for r in rounds[0::2] for s in r], [s for r in rounds[1::2] for s in r]]
+    else:
+        only = list(rounds[0]) if rounds else []
+        halves = [only[:(len(only) + 1) // 2], only[(len(only) + 1) // 2:] or only]
+    if not halves[0] or not halves[1]:
+        raise ValueError(f"half_medians: no timed step in a half of {[len(r) for r in rounds]} steps per round")
+    return statistics.median(halves[0]), statistics.median(halves[1])
 
 
 @dataclass
@@ -84,8 +104,9 @@ def _slowest(comm, value: float) -> float:
 def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_time_s: float,
                   repeats: int) -> list[dict]:
     """Each of ``plans`` trained on this rank, timed in interleaved rounds; per plan the
-    slowest rank's time (median) and time_spread (interquartile range), network, ops
-    (``compute``) and memory (medians of traced steps), and the timed step count.
+    slowest rank's time (median) and time_spread (interquartile range), the medians of its
+    even and of its odd rounds (``half_medians``), network, ops (``compute``) and memory
+    (medians of traced steps), and the timed step count.
 
     ``comm`` is the job's communicator (``Barrier``, ``allgather``), e.g. mpi4py's
     ``MPI.COMM_WORLD``."""
@@ -94,15 +115,18 @@ def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_t
     try:
         warm = [_slowest(comm, h.step()) for h in group]   # the same on every rank
         blocks = block_steps(warm, rounds, min_steps, min_time_s)
-        times: list[list[float]] = [[] for _ in group]
+        times: list[list[list[float]]] = [[] for _ in group]     # per plan, per round
         for _ in range(rounds):
             for held, block, out in zip(group, blocks, times):
                 held.step()        # after the switch: untimed
+                out.append([])
                 for _ in range(block):
                     comm.Barrier()
-                    out.append(held.step())
+                    out[-1].append(held.step())
         rows = []
-        for held, out in zip(group, times):
+        for held, per_round in zip(group, times):
+            out = [s for r in per_round for s in r]
+            even, odd = half_medians(per_round)
             resident = resident_bytes(tf, held.tf_graph)
             held.step()
             traced = []
@@ -115,7 +139,7 @@ def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_t
                     "network": statistics.median(p.network_s for p in traced),
                     "compute": statistics.median(p.compute_s for p in traced),
                     "memory": statistics.median(p.peak_bytes for p in traced),
-                    "steps": len(out)}
+                    "steps": len(out), "time_even_rounds": even, "time_odd_rounds": odd}
             rows.append({k: _slowest(comm, v) for k, v in mine.items()})
         return rows
     finally:

@@ -3,8 +3,10 @@
 from tensoropt.bench.accuracy import _summary, summary_lines
 
 
-def _row(kind, measured_s, estimated_s, spread_s=0.0):
-    figures = {"time": measured_s, "time_spread": spread_s, "network": 0.5 * measured_s, "memory": 100.0}
+def _row(kind, measured_s, estimated_s, spread_s=0.0, halves=None):
+    even, odd = halves or (measured_s, measured_s)
+    figures = {"time": measured_s, "time_spread": spread_s, "network": 0.5 * measured_s, "memory": 100.0,
+               "time_even_rounds": even, "time_odd_rounds": odd}
     estimate = {"time": estimated_s, "network": 0.5 * estimated_s, "memory": 90.0}
     return {"kind": kind, "measured": figures, "additive": dict(estimate), "simulated": dict(estimate)}
 
@@ -14,14 +16,14 @@ def test_errors_and_tau_per_model_and_n_a_where_the_frontier_times_tie():
                _row("frontier", 3.0, 3.3)]
     tied = [_row("frontier", 2.0, 1.0), _row("frontier", 1.0, 1.0)]   # every estimate the same
     lines = summary_lines([("mlp", _summary(ordered)), ("cnn", _summary(tied))])
-    assert lines[0].split()[:2] == ["model", "source"] and lines[-2].startswith("targets:")
+    assert lines[0].split()[:2] == ["model", "source"] and lines[-3].startswith("targets:")
     mlp = [ln.split() for ln in lines if ln.startswith("mlp")]
     cnn = [ln.split() for ln in lines if ln.startswith("cnn")]
     assert [r[1] for r in mlp] == ["additive", "simulated"]
     # time: +10% under once, -10% over three times: mean |error| 10.0%, signed -5.0%
     assert mlp[0][2:4] == ["10.0%", "(-5.0%)"]
-    assert mlp[0][-3:] == ["1.00", "1.00", "(3)"]    # the estimated order is the measured one
-    assert cnn[0][-3] == "n/a" and cnn[1][-3] == "n/a"
+    assert mlp[0][-4:] == ["1.00", "1.00", "(3)", "1.00"]    # the estimated order is the measured one
+    assert cnn[0][-4] == "n/a" and cnn[1][-4] == "n/a"
 
 
 def test_tau_on_resolved_pairs_leaves_out_plans_measured_within_noise():
@@ -30,4 +32,16 @@ def test_tau_on_resolved_pairs_leaves_out_plans_measured_within_noise():
     front = [_row("frontier", 10.0, 11.0, 1.0), _row("frontier", 10.5, 10.6, 1.0),
              _row("frontier", 20.0, 21.0, 1.0)]
     mlp = [ln.split() for ln in summary_lines([("mlp", _summary(front))]) if ln.startswith("mlp")]
-    assert mlp[0][-3:] == ["0.33", "1.00", "(2)"]
+    assert mlp[0][-4:-1] == ["0.33", "1.00", "(2)"]
+
+
+def test_the_run_against_itself_orders_the_frontier_by_its_even_and_odd_rounds():
+    # the even rounds order the three plans 1 < 2 < 3, the odd rounds 2 < 1 < 3: one pair of
+    # three swapped, tau 1/3; the estimate follows the whole run's medians (tau 1)
+    front = [_row("frontier", 10.0, 10.0, 1.0, halves=(9.0, 11.0)),
+             _row("frontier", 10.5, 10.5, 1.0, halves=(10.5, 10.4)),
+             _row("frontier", 20.0, 20.0, 1.0, halves=(20.0, 20.0))]
+    lines = summary_lines([("lstm", _summary(front))])
+    rows = [ln.split() for ln in lines if ln.startswith("lstm")]
+    assert [r[-1] for r in rows] == ["0.33", "0.33"] and rows[0][-4] == "1.00"
+    assert any(ln.startswith("tau, run vs itself:") for ln in lines)

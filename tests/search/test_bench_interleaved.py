@@ -3,7 +3,7 @@
 import pytest
 
 import tensoropt as to
-from tensoropt.bench.interleaved import block_steps, interquartile_range, measure_group
+from tensoropt.bench.interleaved import block_steps, half_medians, interquartile_range, measure_group
 
 
 @pytest.mark.parametrize("step_s, rounds, min_steps, min_time_s, expected", [
@@ -27,6 +27,16 @@ def test_bad_block_arguments_are_named():
 def test_interquartile_range():
     assert interquartile_range([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(2.0)
     assert interquartile_range([7.0]) == 0.0
+
+
+def test_half_medians_split_by_round_parity():
+    # rounds 0, 2 and 4 against 1 and 3: a drift between rounds falls on both halves
+    rounds = [[1.0, 2.0], [10.0, 11.0], [3.0, 4.0], [12.0, 13.0], [5.0, 6.0]]
+    assert half_medians(rounds) == (3.5, 11.5)
+    assert half_medians([[1.0, 2.0, 3.0, 9.0]]) == (1.5, 6.0)     # one round: its two halves
+    assert half_medians([[4.0]]) == (4.0, 4.0)
+    with pytest.raises(ValueError, match="no timed step"):
+        half_medians([[1.0], []])
 
 
 class _OneRank:
@@ -56,3 +66,4 @@ def test_a_group_is_held_open_together_and_timed_in_rounds():
     assert comm.barriers == 2 * 6 + 2 * 2              # one per timed and per traced step
     for r in rows:
         assert r["time"] > 0 and r["time_spread"] >= 0 and r["memory"] > 0
+        assert r["time_even_rounds"] > 0 and r["time_odd_rounds"] > 0
