@@ -4,13 +4,29 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["op_error", "broadcast_shapes", "normalize_axis", "prod"]
+__all__ = ["op_error", "broadcast_shapes", "normalize_axis", "prod", "tf1_alias"]
 
 
 def op_error(op, problem: str, expected: str) -> ValueError:
     """A ValueError naming the op, the input shapes seen and what was expected."""
     seen = ", ".join(f"{t.name} {tuple(t.shape)} {t.dtype.name}" for t in op.inputs) or "no inputs"
     return ValueError(f"{op.kind} '{op.name}': {problem}; inputs seen: {seen}; expected {expected}")
+
+
+def tf1_alias(function: str, name: str, value, old_name: str, old_value, default=None):
+    """The value of argument ``name``, also accepted by its TensorFlow 1.x name
+    (``keep_dims`` for ``keepdims``, ``reduction_indices`` for ``axis``, ``dim`` for
+    ``axis``), as ``tf.compat.v1`` accepts both; ``default`` when neither is given.
+
+    Raises:
+        ValueError: both are given, with different values.
+    """
+    if old_value is None:
+        return default if value is None else value
+    if value is not None and value != old_value:
+        raise ValueError(f"{function}: {name}={value!r} and {old_name}={old_value!r} name the same "
+                         f"argument; pass only {name}")
+    return old_value
 
 
 def prod(values: Sequence[int]) -> int:

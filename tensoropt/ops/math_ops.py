@@ -13,7 +13,7 @@ import numbers
 
 from tensoropt.dtypes import float32
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, prod
+from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, prod, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -333,16 +333,22 @@ class ReduceMeanDef(ReduceDef):
     mean = True
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
-    x = _as_tensor("reduce_sum", input_tensor)
-    return get_default_graph().create_op("reduce_sum", [x], {"axis": axis, "keepdims": bool(keepdims)},
+def _reduce(kind: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
+    """``tf.compat.v1.reduce_*``: ``reduction_indices`` and ``keep_dims`` are the 1.x names
+    of ``axis`` and ``keepdims``."""
+    x = _as_tensor(kind, input_tensor)
+    axis = tf1_alias(kind, "axis", axis, "reduction_indices", reduction_indices)
+    keepdims = tf1_alias(kind, "keepdims", keepdims, "keep_dims", keep_dims, default=False)
+    return get_default_graph().create_op(kind, [x], {"axis": axis, "keepdims": bool(keepdims)},
                                          name=name).outputs[0]
 
 
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
-    x = _as_tensor("reduce_mean", input_tensor)
-    return get_default_graph().create_op("reduce_mean", [x], {"axis": axis, "keepdims": bool(keepdims)},
-                                         name=name).outputs[0]
+def reduce_sum(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("reduce_sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("reduce_mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def _install_tensor_operators() -> None:

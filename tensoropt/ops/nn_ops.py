@@ -12,7 +12,7 @@ import zlib
 
 from tensoropt.dtypes import float32, int32
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import normalize_axis, op_error
+from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -77,12 +77,16 @@ class LogSoftmaxOpDef(SoftmaxDef):
     log = True
 
 
-def softmax(logits, axis=None, name=None):
-    return _create("softmax", [logits], {"axis": -1 if axis is None else axis}, name=name).outputs[0]
+def softmax(logits, axis=None, name=None, dim=None):
+    """``tf.compat.v1.nn.softmax`` (``dim``: the 1.x name of ``axis``)."""
+    axis = tf1_alias("softmax", "axis", axis, "dim", dim, default=-1)
+    return _create("softmax", [logits], {"axis": axis}, name=name).outputs[0]
 
 
-def log_softmax(logits, axis=None, name=None):
-    return _create("log_softmax", [logits], {"axis": -1 if axis is None else axis}, name=name).outputs[0]
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """``tf.compat.v1.nn.log_softmax`` (``dim``: the 1.x name of ``axis``)."""
+    axis = tf1_alias("log_softmax", "axis", axis, "dim", dim, default=-1)
+    return _create("log_softmax", [logits], {"axis": axis}, name=name).outputs[0]
 
 
 @register

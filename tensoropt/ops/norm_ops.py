@@ -12,13 +12,16 @@ from __future__ import annotations
 from tensoropt.graph import get_default_graph, variable_scope
 from tensoropt.initializers import ones_initializer, zeros_initializer
 from tensoropt.ops import array_ops, math_ops
+from tensoropt.ops._common import tf1_alias
 from tensoropt.ops.source_ops import get_variable
 
 __all__ = ["moments", "batch_normalization", "layer_norm"]
 
 
-def moments(x, axes, shift=None, keepdims=False, name=None):
-    """Mean and variance over ``axes``, as ``tf.nn.moments``."""
+def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
+    """Mean and variance over ``axes``, as ``tf.compat.v1.nn.moments`` (``keep_dims``: the
+    1.x name of ``keepdims``)."""
+    keepdims = tf1_alias("moments", "keepdims", keepdims, "keep_dims", keep_dims, default=False)
     graph = get_default_graph()
     with graph.name_scope(name or "moments"):
         axes = list(axes)
