@@ -69,3 +69,7 @@ __all__ = [
     "sqrt", "rsqrt", "exp", "log", "square", "identity", "reduce_sum", "reduce_mean",
     "reshape", "transpose", "concat", "split",
 ]
+
+from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter
+
+__getattr__ = _missing_name_getter(__name__, "tf", lambda: __all__, _NEW_OP)

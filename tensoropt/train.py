@@ -118,3 +118,9 @@ class AdamOptimizer(Optimizer):
 
     tf_name = "AdamOptimizer"
     slots_per_variable = 2
+
+
+from tensoropt._missing import missing_name_getter as _missing_name_getter  # noqa: E402
+
+# Saver and latest_checkpoint are set by tensoropt/__init__.py (they live in checkpoint).
+__getattr__ = _missing_name_getter(__name__, "tf.train", lambda: __all__ + ["Saver", "latest_checkpoint"])

@@ -20,3 +20,7 @@ __all__ = [
     "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
     "static_rnn", "dynamic_rnn", "sigmoid", "tanh",
 ]
+
+from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter
+
+__getattr__ = _missing_name_getter(__name__, "tf.nn", lambda: __all__, _NEW_OP)

@@ -1,0 +1,28 @@
+"""A TensorFlow 1.x name TensorOpt does not mirror fails with an error that says so, what to
+write instead where there is a usual way, and the closest names."""
+
+import pytest
+
+import tensoropt as to
+
+
+@pytest.mark.parametrize("get, says", [
+    (lambda: to.layers, ["tf.layers is not in it", "to.matmul(x, to.get_variable(", "needs an OpDef"]),
+    (lambda: to.Session, ["tf.Session", "to.build_execution_graph(plan=...)"]),
+    (lambda: to.reduce_max, ["tf.reduce_max", "did you mean reduce_mean or reduce_sum?"]),
+    (lambda: to.nn.sofmax, ["module 'tensoropt.nn'", "tf.nn.sofmax", "did you mean softmax"]),
+    (lambda: to.nn.xw_plus_b, ["to.nn.bias_add(to.matmul(x, w), b)"]),
+    (lambda: to.train.RMSPropOptimizer, ["tf.train.RMSPropOptimizer", "AdamOptimizer", "MomentumOptimizer"]),
+])
+def test_a_missing_name_is_named_with_what_to_write_instead(get, says):
+    with pytest.raises(AttributeError) as err:
+        get()
+    for text in says:
+        assert text in str(err.value)
+
+
+def test_present_and_dunder_names_are_untouched():
+    assert to.train.Saver is to.checkpoint.Saver and to.nn.softmax is not None
+    assert not hasattr(to, "layers") and getattr(to.nn, "nope", 7) == 7
+    with pytest.raises(AttributeError, match="has no attribute '__wrapped__'$"):
+        to.__wrapped__
