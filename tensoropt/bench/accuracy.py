@@ -9,7 +9,8 @@ One rank per core (``-np 2`` on 2 cores) is the default setting; more ranks than
 For each model, ``--plans`` plans sampled at random from its search space and
 ``--frontier`` plans spread along its frontier (priced with ``--cost-model``: profiled =
 measured op shards and the calibration profile, its overheads included) are built and
-trained. Measured, per plan (slowest or largest rank):
+trained. Every model is searched and profiled before the first is trained, as a job
+profiles before its first training session. Measured, per plan (slowest or largest rank):
 
 - time: the median wall time of untraced steps, with its spread (the interquartile
   range). Up to ``--group`` plans are held open at once and timed in ``--rounds``
@@ -146,12 +147,22 @@ def main(argv=None) -> int:
     comm = MPI.COMM_WORLD
     cores = os.cpu_count() or 1
     label = f"{world.size} ranks on {cores} cores" + (", OVERSUBSCRIBED" if world.size > cores else "")
+    names = args.models.split(",")
+    # Every model is searched and profiled before any is trained, as a job's rank 0 profiles
+    # before its first training session: a process that has run TensorFlow sessions can
+    # time the same op shard several times faster (a max-pool's two passes: 0.59 ms fresh,
+    # 0.07-0.37 ms after other sessions ran).
+    estimated = {}
+    for name in names:
+        to.reset_default_graph()
+        models.build(name, size=args.size)
+        graph = to.get_default_graph()
+        estimated[name] = quiet_bcast(comm, _plans_and_estimates(graph, world, args) if world.rank == 0 else None)
     results = []
-    for name in args.models.split(","):
+    for name in names:
         to.reset_default_graph()
         spec = models.build(name, size=args.size)
-        graph = to.get_default_graph()
-        rows = quiet_bcast(comm, _plans_and_estimates(graph, world, args) if world.rank == 0 else None)
+        rows = estimated[name]
         feed = spec.feed(np.random.default_rng(0))
         for kind in ("sampled", "frontier"):    # a group never mixes the two
             of_kind = [r for r in rows if r["kind"] == kind]
