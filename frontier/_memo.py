@@ -166,6 +166,11 @@ class Memo:
             self._rate(key)
         return entry
 
+    def pointer_ids(self) -> set[int]:
+        """Ids of the back-pointer arrays the entries hold (``Store.pinned``: arrays a
+        record's renumbering cannot free while the memo keeps them)."""
+        return {id(b) for _, bp, _ in self._entries.values() for b in bp}
+
     def take_unused(self) -> list[bytes]:
         """The keys dropped since the last call whose entries were never reused: their
         back pointers are their records' alone again (``Work.remembered``)."""
