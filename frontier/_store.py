@@ -58,6 +58,12 @@ def _narrow(b: np.ndarray) -> np.ndarray:
     return b.astype(np.int64, copy=False)
 
 
+def _share(bp: tuple[np.ndarray, ...], holders: dict[int, int], pinned: set[int]) -> float:
+    """The bytes of ``bp`` one record's renumbering frees: none of an array the memo
+    holds (``pinned``), 1/n of one that n records hold."""
+    return float(sum(b.nbytes / holders[id(b)] for b in bp if id(b) not in pinned))
+
+
 def _least(table: Table) -> float:
     """The least ``time - radius`` of the table: no exact point of it is faster."""
     if table.npoints == 0:
@@ -165,15 +171,15 @@ class Store:
             for b in rec.bp:
                 holders[id(b)] = holders.get(id(b), 0) + 1
         pinned = self.pinned()
-        # Bytes a record's own pointers would free if it lost every point, with those of
-        # the ancestors only it reaches (an estimate of what renumbering frees upstream).
+        # Bytes a record's own pointers would free if it lost every point (its share of
+        # arrays other records hold too), with those of the ancestors only it reaches:
+        # an estimate of what renumbering frees upstream.
         chain = [0.0] * n
         for t, rec in enumerate(self.records):
             if rec.kind == "node":
                 continue
-            own = sum(b.nbytes for b in rec.bp
-                      if holders[id(b)] == 1 and id(b) not in pinned)
-            chain[t] = own + sum(chain[p] for p in rec.parents if children[p] == 1)
+            chain[t] = _share(rec.bp, holders, pinned) + sum(
+                chain[p] for p in rec.parents if children[p] == 1)
         for t in range(n - 1, -1, -1):          # children come after their parents
             rec = self.records[t]
             live = self.tables[t] is not None
@@ -230,16 +236,17 @@ class Store:
               chain: list[float]) -> bool:
         """Whether renumbering shared record ``t`` (``keep``: the points its children
         need; None when its table is live and keeps all) frees more bytes than the
-        private copy of its pointers costs. Freed: its shared arrays, when it alone
-        holds them (not the memo, not another record); each parent's points no one
+        private copy of its pointers costs. Freed: its share of its shared arrays
+        (none while the memo holds them; 1/n of them when n records do, which all
+        renumbered free them whole: results the memo dropped after reuse stay with
+        every layer that reused them otherwise); each parent's points no one
         else reaches (a parent with ``t`` as its only child), with, in proportion,
         what their ancestors' chain holds. When it pays, the parents' ``need`` is
         filled here (the caller marks the same points again)."""
         rec = self.records[t]
         kept = self.npoints[t] if keep is None else int(np.count_nonzero(keep))
         copy = kept * sum(b.itemsize for b in rec.bp)
-        freed = float(sum(b.nbytes for b in rec.bp
-                          if holders[id(b)] == 1 and id(b) not in pinned))
+        freed = _share(rec.bp, holders, pinned)
         if kept == 0:
             return True
         for p, b in zip(rec.parents, rec.bp):

@@ -207,8 +207,9 @@ def test_results_dropped_unused_give_their_pointers_back(monkeypatch):
 
 
 def test_collect_keeps_shared_pointers_whole_and_uncopied():
-    """Two records sharing one pointer array (a result reused by ``_memo``): collecting
-    leaves both pointing at that array, and every live point unrolls as before."""
+    """Two records sharing one pointer array (a result reused by ``_memo``, which still
+    holds it), whose parents are leaves (nothing to free there): collecting leaves both
+    pointing at that array, and every live point unrolls as before."""
     from frontier._store import Store
     st = Store(num_nodes=2, num_edges=0)
     leaf = lambda v: st.leaf_node(v, Table(np.arange(4.0), -np.arange(4.0),  # noqa: E731
@@ -223,6 +224,7 @@ def test_collect_keeps_shared_pointers_whole_and_uncopied():
     before = st.unroll(top, np.array([0]))
     for t in (a, b, first, again):
         st.drop(t)
+    st.pinned = lambda: {id(pick)}
     st.collect()
     assert st.records[first].bp[0] is pick and st.records[again].bp[0] is pick
     assert st.npoints[first] == st.npoints[again] == 3
@@ -330,3 +332,30 @@ def test_reused_result_counts_again_once_no_record_holds_it():
                        (prod,), (pick,), b"kept", shared=True)
     assert st.records[again].bp[0] is pick
     assert st.bytes == st.pointer_bytes()
+
+
+def test_collect_frees_a_result_the_memo_dropped_after_reuse():
+    """A result reused by a second layer, then dropped by the memo: its pointer array
+    is held by both layers' records alone. Each needs three of its 2,000 points, so
+    both are renumbered into private copies and the array leaves the Store (before, it
+    stayed whole to the end, with every later layer's copy of the same story)."""
+    from frontier._store import Store
+    st = Store(num_nodes=2, num_edges=0)
+    leaves = [st.leaf_node(v, Table(np.arange(2500.0), -np.arange(2500.0),
+                                    np.arange(2501))) for v in (0, 1)]
+    pick = np.random.default_rng(1).permutation(2500)[:2000].astype(np.uint16)
+    kept = Table(np.zeros(2000), np.zeros(2000), np.array([0, 2000]))
+    layers = [st.derived(kept, (leaves[0],), (pick,), b"k")]
+    st.records[layers[0]].shared = True
+    layers.append(st.derived(kept, (leaves[1],), (pick,), b"k", shared=True))
+    top = st.derived(Table(np.zeros(3), np.zeros(3), np.array([0, 3])), tuple(layers),
+                     (np.array([5, 1999, 700]), np.array([0, 3, 1234])), b"top")
+    for t in (*leaves, *layers):
+        st.drop(t)
+    before = st.unroll(top, np.arange(3))
+    held = st.bytes
+    st.collect()
+    assert st.bytes == st.pointer_bytes() < held - 3900
+    assert all(b is not pick for rec in st.records for b in rec.bp)
+    np.testing.assert_array_equal(st.unroll(top, np.arange(3))[0], before[0])
+    np.testing.assert_array_equal(before[0][:, 0], pick[[5, 1999, 700]])
