@@ -124,9 +124,9 @@ def test_available_bytes_reads_meminfo(tmp_path):
 
 
 def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
-    """GreedyDual: the least credit (seconds it took, plus the aging L) goes first,
-    not the least recent; a new result is always kept; a slow result no longer used
-    still leaves in the end."""
+    """GreedyDual: the least credit (seconds it took times its uses, plus the aging L)
+    goes first, not the least recent; a new result is always kept; a slow result no
+    longer used still leaves in the end."""
     size = memo._nbytes(_entry(20))
     m = Memo(max_bytes=2 * size)
     assert m.put(b"slow", _entry(20), seconds=3.0)   # credit 3
@@ -134,15 +134,30 @@ def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
     assert m.put(b"quick2", _entry(20), seconds=1.0)     # drops quick1 (1): L 1; credit 2
     assert m.get(b"quick1") is None
     assert m.get(b"slow") is not None                     # LRU would have dropped slow
-    assert m.aging == 1.0                                 # slow renewed: credit 1 + 3 = 4
+    assert m.aging == 1.0                     # slow renewed, used twice: 1 + 3 * 2 = 7
     kept = []
     for i in range(3, 9):                                 # each new one: credit L + 1
         assert m.put(b"quick%d" % i, _entry(20), seconds=1.0)
         kept.append(b"slow" in m)                         # a look, not a reuse
-    # quick3 drops quick2 (2; L 2, credit 3), quick4 drops quick3 (3; L 3, credit 4),
-    # quick5 finds slow and quick4 both at 4: the older, slow, goes.
-    assert kept == [True, True, False, False, False, False]
+    # quick3 drops quick2 (2; L 2, credit 3), ..., quick7 drops quick6 (6; L 6, credit
+    # 7), quick8 finds slow and quick7 both at 7: the older, slow, goes.
+    assert kept == [True, True, True, True, True, False]
     assert m.bytes == 2 * size and m.evictions == 7
+
+
+def test_memo_keeps_a_result_reused_every_layer_over_quicker_ones_recomputed():
+    """A slow result reused once a layer, between which quick results that took more
+    seconds in all are put and dropped: its credit grows with its reuses, so it stays
+    (by seconds alone it went in the third layer and every later one computed it
+    again)."""
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=3 * size)
+    assert m.put(b"slow", _entry(20), seconds=4.0)
+    for layer in range(8):
+        for i in range(3):                               # 6 s of quick results a layer
+            m.put(b"quick%d.%d" % (layer, i), _entry(20), seconds=2.0)
+        assert m.get(b"slow") is not None, f"dropped before layer {layer + 1} used it"
+    assert m.evictions > 20
 
 
 def test_memo_keeps_the_slower_result_whatever_its_bytes():
