@@ -241,8 +241,8 @@ class Store:
         renumbered free them whole: results the memo dropped after reuse stay with
         every layer that reused them otherwise); each parent's points no one
         else reaches (a parent with ``t`` as its only child), with, in proportion,
-        what their ancestors' chain holds. When it pays, the parents' ``need`` is
-        filled here (the caller marks the same points again)."""
+        what their ancestors' chain holds. Those parents' ``need`` is filled here
+        either way (the caller then marks the same points again, or all of them)."""
         rec = self.records[t]
         kept = self.npoints[t] if keep is None else int(np.count_nonzero(keep))
         copy = kept * sum(b.itemsize for b in rec.bp)
