@@ -82,6 +82,7 @@ class Work:
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
         self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
+        store.pinned = self.memo.pointer_ids         # what the collector cannot free
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)

@@ -26,6 +26,8 @@ from frontier._values import MergeCounts, Shape, cell_product, combine, translat
 
 __all__ = ["combine_grouped", "combine_shared", "cell_product_shared"]
 
+POINTER_BLOCK = 1 << 22    # points per block when ``cell_product_shared`` maps pointers
+
 
 def _note(counts: Optional[MergeCounts], **add: int) -> None:
     if counts is not None:
@@ -67,9 +69,11 @@ def combine_grouped(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = 
     c2, ia2, ib2, _ = combine(a2, b2, Shape(W, G, H), threads=threads, budget=budget,
                               counts=counts, rel=rel)
     c, cidx = gather(c2, (np.arange(W)[:, None] * H + cg[None, :]).reshape(-1))
+    del c2, a2, b2             # freed before the pointers are made (100M-point results)
     ia, ib, kk = (np.empty(c.npoints, dtype=IDX) for _ in range(3))
     column_pointers(c.off, (W, P, H), (cg, rg, b_cells), (cidx, ia2, ib2, ia_a2, k_a2),
                     (b2src, np.asarray(b.off, dtype=IDX)), (ia, ib, kk))
+    del cidx, ia2, ib2, ia_a2, k_a2
     if post is not None:
         pc = cell_ids(c) % P
         rad = None
@@ -100,6 +104,7 @@ def combine_shared(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = N
     c, ia, ib, kk = combine_grouped(ar, b, Shape(len(wrep), K, P), mid=mid, post=post,
                                     threads=threads, budget=budget, counts=counts, rel=rel)
     cf, cidx = gather(c, (wg[:, None] * P + np.arange(P)[None, :]).reshape(-1))
+    del c, ar
     out = tuple(np.empty(cf.npoints, dtype=IDX) for _ in range(3))
     member_pointers(cf.off, (W, K, P), (wrep, wg), (cidx, ia, ib, kk),
                     (ar_src, np.asarray(a.off, dtype=IDX)), out)
@@ -144,10 +149,23 @@ def cell_product_shared(a: Table, b: Table, R: int, C: int, *, budget: float = 0
     bsub, bsrc = gather(b, cells)
     csub, ia, ib = cell_product(asub, bsub, np.arange(len(cells)), budget=budget,
                                 threads=threads, counts=counts, rel=rel)
+    del asub, bsub
     H = len(crep)
     c, cidx = gather(csub, (rg[:, None] * H + cg[None, :]).reshape(-1))
-    out_cell = cell_ids(c)
-    rep_cell = cells[rg[out_cell // C] * H + cg[out_cell % C]]
-    ia_full = a.off[out_cell] + (asrc[ia[cidx]] - a.off[rep_cell])
-    ib_full = b.off[out_cell] + (bsrc[ib[cidx]] - b.off[rep_cell])
+    del csub
+    # The pointers, a block of points at a time: whole-array temporaries of 8 bytes a
+    # point (a dozen of them) had made this step's peak on 100M-point products.
+    ia_full = np.empty(c.npoints, dtype=IDX)
+    ib_full = np.empty(c.npoints, dtype=IDX)
+    for s in range(0, c.npoints, POINTER_BLOCK):
+        e = min(s + POINTER_BLOCK, c.npoints)
+        first = int(np.searchsorted(c.off, s, side="right")) - 1    # the cell of point s
+        last = int(np.searchsorted(c.off, e, side="left"))          # cells starting < e
+        out_cell = np.repeat(np.arange(first, last, dtype=IDX),
+                             np.minimum(c.off[first + 1:last + 1], e)
+                             - np.maximum(c.off[first:last], s))
+        rep_cell = cells[rg[out_cell // C] * H + cg[out_cell % C]]
+        ci = cidx[s:e]
+        ia_full[s:e] = a.off[out_cell] + (asrc[ia[ci]] - a.off[rep_cell])
+        ib_full[s:e] = b.off[out_cell] + (bsrc[ib[ci]] - b.off[rep_cell])
     return c, ia_full, ib_full

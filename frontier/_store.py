@@ -26,7 +26,7 @@ strategy is faster: T of ``track``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -56,6 +56,12 @@ def _narrow(b: np.ndarray) -> np.ndarray:
         if top <= np.iinfo(dtype).max:
             return b.astype(dtype, copy=False)
     return b.astype(np.int64, copy=False)
+
+
+def _share(bp: tuple[np.ndarray, ...], holders: dict[int, int], pinned: set[int]) -> float:
+    """The bytes of ``bp`` one record's renumbering frees: none of an array the memo
+    holds (``pinned``), 1/n of one that n records hold."""
+    return float(sum(b.nbytes / holders[id(b)] for b in bp if id(b) not in pinned))
 
 
 def _least(table: Table) -> float:
@@ -88,17 +94,23 @@ class Store:
         self.peak_bytes = 0
         self._after_collect = 0
         self.collections = 0
+        self._held: set[int] = set()      # ids of the arrays records hold now
+        # Ids of pointer arrays held outside the Store (``Work`` sets it: the memo's),
+        # which renumbering a record cannot free (``collect``).
+        self.pinned: Callable[[], set[int]] = set
 
     def _add(self, table: Table, rec: _Record, lower: float, fp: bytes,
-             gap: float = 0.0, shared: bool = False) -> int:
+             gap: float = 0.0) -> int:
         self.tables.append(table)
         self.fp.append(fp)
         self.records.append(rec)
         self.lower.append(lower)
         self.summed.append(gap + sum(self.summed[p] for p in rec.parents))
         self.npoints.append(table.npoints)
-        if not shared:
-            self.bytes += sum(b.nbytes for b in rec.bp)
+        # Shared arrays count once: a reused result's were counted when first held,
+        # unless every record holding them was renumbered since (the memo kept them).
+        self.bytes += sum(b.nbytes for b in rec.bp if id(b) not in self._held)
+        self._held.update(id(b) for b in rec.bp)
         self.peak_bytes = max(self.peak_bytes, self.bytes)
         if self.bytes > max(COLLECT_MIN_BYTES, 2 * self._after_collect):
             self.collect()
@@ -123,13 +135,12 @@ class Store:
         that point x came from; ``key`` its fingerprint (``_memo.fingerprint`` of the
         operation, its parameters and the parents' fingerprints); ``gap`` the largest
         thinning slow-down it made. ``shared``: ``bp`` are another record's arrays (a
-        result taken from ``_memo``), already counted in ``bytes``."""
+        result taken from ``_memo``), counted in ``bytes`` once whoever holds them."""
         assert len(parents) == len(bp)
         # Shared pointers were narrowed when the record they come from was registered.
         bp = tuple(bp) if shared else tuple(_narrow(b) for b in bp)
         return self._add(table, _Record("derived", -1, tuple(parents), bp, shared),
-                         max(sum(self.lower[p] for p in parents), _least(table)), key, gap,
-                         shared)
+                         max(sum(self.lower[p] for p in parents), _least(table)), key, gap)
 
     def collect(self) -> None:
         """Frees the back pointers that no point of a live table leads to.
@@ -139,26 +150,55 @@ class Store:
         mapped to the new numbers); a record nothing reaches is emptied. Node leaves
         keep their numbering (a point is a configuration). Unrolling any live table
         gives the same result as before. ``_add`` runs this whenever the pointers have
-        doubled since the last time (and exceed ``COLLECT_MIN_BYTES``). A record whose
-        pointers are shared (``_memo``) keeps all its points, and so do its parents:
-        renumbering would copy the shared arrays once per record.
+        doubled since the last time (and exceed ``COLLECT_MIN_BYTES``).
+
+        A record whose pointers are shared (``_memo``: other records, or the memo, hold
+        the same arrays) is renumbered only when that pays (``_pays``): renumbering
+        makes it a private copy (``b[keep]``, its parents' new numbers), never touching
+        the shared arrays, which the memo may still hand to later layers; the record is
+        then private (``shared=False``). Otherwise it keeps all its points, and so do
+        its parents. On PaSE's Transformer at 64 devices every reused layer had kept its
+        ancestors' points whole (about 0.9 GiB a layer).
         """
         n = len(self.records)
         need: list[Optional[np.ndarray]] = [None] * n
         last_child = [-1] * n                   # the last record whose pointers read t
+        children = [0] * n
+        holders: dict[int, int] = {}            # id(array) -> records holding it
+        for rec in self.records:
+            for p in rec.parents:
+                children[p] += 1
+            for b in rec.bp:
+                holders[id(b)] = holders.get(id(b), 0) + 1
+        pinned = self.pinned()
+        # Bytes a record's own pointers would free if it lost every point (its share of
+        # arrays other records hold too), with those of the ancestors only it reaches:
+        # an estimate of what renumbering frees upstream.
+        chain = [0.0] * n
+        for t, rec in enumerate(self.records):
+            if rec.kind == "node":
+                continue
+            chain[t] = _share(rec.bp, holders, pinned) + sum(
+                chain[p] for p in rec.parents if children[p] == 1)
         for t in range(n - 1, -1, -1):          # children come after their parents
             rec = self.records[t]
             live = self.tables[t] is not None
             if rec.kind != "derived" or not (live or need[t] is not None):
                 continue
-            if rec.shared and not live:
-                need[t][:] = True               # shared pointers are never renumbered
+            if rec.shared:
+                whole = not self._pays(t, None if live else need[t], need, children,
+                                       holders, pinned, chain)
+                if whole and not live:
+                    need[t][:] = True           # kept whole, numbers and all ...
+            else:
+                whole = False
             for p, b in zip(rec.parents, rec.bp):
                 if need[p] is None:
                     need[p] = np.zeros(self.npoints[p], dtype=bool)
+                if last_child[p] < 0:
                     last_child[p] = t
-                if rec.shared:
-                    need[p][:] = True           # ... so their parents keep their numbers
+                if whole:
+                    need[p][:] = True           # ... so its parents keep their numbers
                 else:
                     need[p][b if live else b[need[t]]] = True
         # New numbers of the points of dead tables that lose points, kept only until
@@ -182,10 +222,42 @@ class Store:
                 bp = [b[keep] for b in bp]
                 remap[t] = _narrow(np.cumsum(keep, dtype=np.int64) - keep)
                 self.npoints[t] = int(keep.sum())
-            rec.bp = tuple(_narrow(b) for b in bp)
+            bp = tuple(_narrow(b) for b in bp)
+            if rec.shared and any(x is not y for x, y in zip(bp, rec.bp)):
+                rec.shared = False              # a private copy now; the shared arrays
+            rec.bp = bp                         # are untouched
+        self._held = {id(b) for rec in self.records for b in rec.bp}
         self.bytes = self.pointer_bytes()
         self._after_collect = self.bytes
         self.collections += 1
+
+    def _pays(self, t: int, keep: Optional[np.ndarray], need: list,
+              children: list[int], holders: dict[int, int], pinned: set[int],
+              chain: list[float]) -> bool:
+        """Whether renumbering shared record ``t`` (``keep``: the points its children
+        need; None when its table is live and keeps all) frees more bytes than the
+        private copy of its pointers costs. Freed: its share of its shared arrays
+        (none while the memo holds them; 1/n of them when n records do, which all
+        renumbered free them whole: results the memo dropped after reuse stay with
+        every layer that reused them otherwise); each parent's points no one
+        else reaches (a parent with ``t`` as its only child), with, in proportion,
+        what their ancestors' chain holds. Those parents' ``need`` is filled here
+        either way (the caller then marks the same points again, or all of them)."""
+        rec = self.records[t]
+        kept = self.npoints[t] if keep is None else int(np.count_nonzero(keep))
+        copy = kept * sum(b.itemsize for b in rec.bp)
+        freed = _share(rec.bp, holders, pinned)
+        if kept == 0:
+            return True
+        for p, b in zip(rec.parents, rec.bp):
+            if children[p] != 1 or self.records[p].kind == "node" or chain[p] == 0:
+                continue
+            if need[p] is None:
+                need[p] = np.zeros(self.npoints[p], dtype=bool)
+            need[p][b if keep is None else b[keep]] = True
+            lost = self.npoints[p] - int(np.count_nonzero(need[p]))
+            freed += chain[p] * lost / max(self.npoints[p], 1)
+        return freed > copy
 
     def table(self, tid: int) -> Table:
         t = self.tables[tid]

@@ -124,9 +124,9 @@ def test_available_bytes_reads_meminfo(tmp_path):
 
 
 def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
-    """GreedyDual: the least credit (seconds it took, plus the aging L) goes first,
-    not the least recent; a new result is always kept; a slow result no longer used
-    still leaves in the end."""
+    """GreedyDual: the least credit (seconds it took times its uses, plus the aging L)
+    goes first, not the least recent; a new result is always kept; a slow result no
+    longer used still leaves in the end."""
     size = memo._nbytes(_entry(20))
     m = Memo(max_bytes=2 * size)
     assert m.put(b"slow", _entry(20), seconds=3.0)   # credit 3
@@ -134,15 +134,30 @@ def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
     assert m.put(b"quick2", _entry(20), seconds=1.0)     # drops quick1 (1): L 1; credit 2
     assert m.get(b"quick1") is None
     assert m.get(b"slow") is not None                     # LRU would have dropped slow
-    assert m.aging == 1.0                                 # slow renewed: credit 1 + 3 = 4
+    assert m.aging == 1.0                     # slow renewed, used twice: 1 + 3 * 2 = 7
     kept = []
     for i in range(3, 9):                                 # each new one: credit L + 1
         assert m.put(b"quick%d" % i, _entry(20), seconds=1.0)
         kept.append(b"slow" in m)                         # a look, not a reuse
-    # quick3 drops quick2 (2; L 2, credit 3), quick4 drops quick3 (3; L 3, credit 4),
-    # quick5 finds slow and quick4 both at 4: the older, slow, goes.
-    assert kept == [True, True, False, False, False, False]
+    # quick3 drops quick2 (2; L 2, credit 3), ..., quick7 drops quick6 (6; L 6, credit
+    # 7), quick8 finds slow and quick7 both at 7: the older, slow, goes.
+    assert kept == [True, True, True, True, True, False]
     assert m.bytes == 2 * size and m.evictions == 7
+
+
+def test_memo_keeps_a_result_reused_every_layer_over_quicker_ones_recomputed():
+    """A slow result reused once a layer, between which quick results that took more
+    seconds in all are put and dropped: its credit grows with its reuses, so it stays
+    (by seconds alone it went in the third layer and every later one computed it
+    again)."""
+    size = memo._nbytes(_entry(20))
+    m = Memo(max_bytes=3 * size)
+    assert m.put(b"slow", _entry(20), seconds=4.0)
+    for layer in range(8):
+        for i in range(3):                               # 6 s of quick results a layer
+            m.put(b"quick%d.%d" % (layer, i), _entry(20), seconds=2.0)
+        assert m.get(b"slow") is not None, f"dropped before layer {layer + 1} used it"
+    assert m.evictions > 20
 
 
 def test_memo_keeps_the_slower_result_whatever_its_bytes():
@@ -207,8 +222,9 @@ def test_results_dropped_unused_give_their_pointers_back(monkeypatch):
 
 
 def test_collect_keeps_shared_pointers_whole_and_uncopied():
-    """Two records sharing one pointer array (a result reused by ``_memo``): collecting
-    leaves both pointing at that array, and every live point unrolls as before."""
+    """Two records sharing one pointer array (a result reused by ``_memo``, which still
+    holds it), whose parents are leaves (nothing to free there): collecting leaves both
+    pointing at that array, and every live point unrolls as before."""
     from frontier._store import Store
     st = Store(num_nodes=2, num_edges=0)
     leaf = lambda v: st.leaf_node(v, Table(np.arange(4.0), -np.arange(4.0),  # noqa: E731
@@ -223,8 +239,138 @@ def test_collect_keeps_shared_pointers_whole_and_uncopied():
     before = st.unroll(top, np.array([0]))
     for t in (a, b, first, again):
         st.drop(t)
+    st.pinned = lambda: {id(pick)}
     st.collect()
     assert st.records[first].bp[0] is pick and st.records[again].bp[0] is pick
     assert st.npoints[first] == st.npoints[again] == 3
     np.testing.assert_array_equal(st.unroll(top, np.array([0]))[0], before[0])
     np.testing.assert_array_equal(before[0], [[2, 3]])
+
+
+def _two_reused_layers(pinned: bool):
+    """Two layers, each a private 2,500-point product of two 50-configuration nodes,
+    then a 2,000-point result of it that the second layer took from ``_memo`` (one
+    pointer array, shared by both records and, when ``pinned``, by the memo), and a
+    live table that reaches three points of each layer."""
+    from frontier._store import Store
+    st = Store(num_nodes=4, num_edges=0)
+    leaf = lambda v: st.leaf_node(v, Table(np.arange(50.0), -np.arange(50.0),  # noqa: E731
+                                           np.arange(51)))
+    rng = np.random.default_rng(0)
+    pick = rng.permutation(2500)[:2000].astype(np.uint16)
+    ia, ib = np.divmod(np.arange(2500), 50)
+    grid = Table(np.zeros(2500), np.zeros(2500), np.array([0, 2500]))
+    kept = Table(np.zeros(2000), np.zeros(2000), np.array([0, 2000]))
+    layers = []
+    for v in (0, 2):
+        a, b = leaf(v), leaf(v + 1)
+        prod = st.derived(grid, (a, b), (ia, ib), b"prod")
+        # The first computes it (and ``Work.remembered`` marks it shared once the memo
+        # keeps it); the second reuses it.
+        layers.append(st.derived(kept, (prod,), (pick,), b"kept", shared=bool(layers)))
+        st.records[layers[-1]].shared = True
+        for t in (a, b, prod):
+            st.drop(t)
+    if pinned:
+        st.pinned = lambda: {id(pick)}
+    top = st.derived(Table(np.zeros(3), np.zeros(3), np.array([0, 3])), tuple(layers),
+                     (np.array([5, 1999, 700]), np.array([0, 3, 1234])), b"top")
+    for t in layers:
+        st.drop(t)
+    return st, top, layers, pick
+
+
+@pytest.mark.parametrize("pinned", [True, False], ids=["memo-holds-it", "records-only"])
+def test_collect_renumbers_shared_pointers_when_it_pays(pinned):
+    """Dead records that share a reused result's pointers, whose private parents hold
+    far more points than the live table reaches: collecting renumbers them into private
+    copies (the shared array untouched), frees their parents' points, and every live
+    point unrolls as before. Before, the shared records and all their parents' points
+    were kept whole (``bytes`` unchanged by the collection)."""
+    st, top, layers, pick = _two_reused_layers(pinned)
+    original = pick.copy()
+    before = st.unroll(top, np.arange(3))
+    held = st.bytes
+    assert held == st.pointer_bytes() == 2 * 2 * 2500 + 2 * 2000 + 2 * 3 * 2
+    st.collect()
+    cfg, alt = st.unroll(top, np.arange(3))
+    np.testing.assert_array_equal(cfg, before[0])
+    np.testing.assert_array_equal(alt, before[1])
+    assert (cfg >= 0).all()
+    assert st.bytes == st.pointer_bytes() < held // 50
+    np.testing.assert_array_equal(pick, original)           # never changed in place
+    for t in layers:
+        rec = st.records[t]
+        assert not rec.shared and rec.bp[0] is not pick and st.npoints[t] == 3
+        assert st.npoints[rec.parents[0]] == 3              # the product's points freed
+    st.collect()                                            # again: the same plans
+    np.testing.assert_array_equal(st.unroll(top, np.arange(3))[0], before[0])
+
+
+def test_collect_keeps_a_shared_record_whole_when_copying_does_not_pay():
+    """A live table that reaches almost every point of a result the memo still holds,
+    whose parent frees little: the copy would cost more than it frees, so the record
+    keeps the shared array (and its numbers) and the unroll is unchanged."""
+    from frontier._store import Store
+    st = Store(num_nodes=2, num_edges=0)
+    a = st.leaf_node(0, Table(np.arange(40.0), -np.arange(40.0), np.arange(41)))
+    b = st.leaf_node(1, Table(np.arange(40.0), -np.arange(40.0), np.arange(41)))
+    ia, ib = np.divmod(np.arange(1600), 40)
+    prod = st.derived(Table(np.zeros(1600), np.zeros(1600), np.array([0, 1600])), (a, b),
+                      (ia, ib), b"prod")
+    pick = np.arange(1500, dtype=np.uint16)
+    kept = st.derived(Table(np.zeros(1500), np.zeros(1500), np.array([0, 1500])), (prod,),
+                      (pick,), b"kept", shared=True)
+    st.pinned = lambda: {id(pick)}
+    top = st.derived(Table(np.zeros(1400), np.zeros(1400), np.array([0, 1400])), (kept,),
+                     (np.arange(1400),), b"top")
+    for t in (a, b, prod, kept):
+        st.drop(t)
+    before = st.unroll(top, np.arange(1400))
+    st.collect()
+    assert st.records[kept].shared and st.records[kept].bp[0] is pick
+    assert st.npoints[kept] == 1500 and st.npoints[prod] == 1600
+    np.testing.assert_array_equal(st.unroll(top, np.arange(1400))[0], before[0])
+    assert st.bytes == st.pointer_bytes()
+
+
+def test_reused_result_counts_again_once_no_record_holds_it():
+    """A result whose records were all renumbered into private copies is held by the
+    memo alone; a later layer that reuses it brings its pointers back into ``bytes``."""
+    st, top, layers, pick = _two_reused_layers(pinned=True)
+    st.collect()
+    assert all(b is not pick for rec in st.records for b in rec.bp)
+    assert st.bytes == st.pointer_bytes()
+    prod = st.derived(Table(np.zeros(2500), np.zeros(2500), np.array([0, 2500])),
+                      (top,), (np.zeros(2500, dtype=np.uint8),), b"prod")
+    again = st.derived(Table(np.zeros(2000), np.zeros(2000), np.array([0, 2000])),
+                       (prod,), (pick,), b"kept", shared=True)
+    assert st.records[again].bp[0] is pick
+    assert st.bytes == st.pointer_bytes()
+
+
+def test_collect_frees_a_result_the_memo_dropped_after_reuse():
+    """A result reused by a second layer, then dropped by the memo: its pointer array
+    is held by both layers' records alone. Each needs three of its 2,000 points, so
+    both are renumbered into private copies and the array leaves the Store (before, it
+    stayed whole to the end, with every later layer's copy of the same story)."""
+    from frontier._store import Store
+    st = Store(num_nodes=2, num_edges=0)
+    leaves = [st.leaf_node(v, Table(np.arange(2500.0), -np.arange(2500.0),
+                                    np.arange(2501))) for v in (0, 1)]
+    pick = np.random.default_rng(1).permutation(2500)[:2000].astype(np.uint16)
+    kept = Table(np.zeros(2000), np.zeros(2000), np.array([0, 2000]))
+    layers = [st.derived(kept, (leaves[0],), (pick,), b"k")]
+    st.records[layers[0]].shared = True
+    layers.append(st.derived(kept, (leaves[1],), (pick,), b"k", shared=True))
+    top = st.derived(Table(np.zeros(3), np.zeros(3), np.array([0, 3])), tuple(layers),
+                     (np.array([5, 1999, 700]), np.array([0, 3, 1234])), b"top")
+    for t in (*leaves, *layers):
+        st.drop(t)
+    before = st.unroll(top, np.arange(3))
+    held = st.bytes
+    st.collect()
+    assert st.bytes == st.pointer_bytes() < held - 3900
+    assert all(b is not pick for rec in st.records for b in rec.bp)
+    np.testing.assert_array_equal(st.unroll(top, np.arange(3))[0], before[0])
+    np.testing.assert_array_equal(before[0][:, 0], pick[[5, 1999, 700]])

@@ -132,3 +132,33 @@ def test_split_merges_reuse_one_pool_of_threads(monkeypatch):
     assert workers and threading.main_thread() not in workers
     assert set(workers) <= pool_threads and len(pool_threads) <= 2
     assert values._pool(2) is values._pool(2) and values._pool(2) is not values._pool(3)
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 22])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_grouped_product_maps_pointers_block_by_block(block, threads, monkeypatch):
+    """The grouped product's back pointers, mapped a block of points at a time (blocks
+    that start and end inside cells, and empty cells), are the plain product's; so are
+    its values, whether the kernels' rows came in one part or several."""
+    rng = np.random.default_rng(5)
+    R, C = 6, 4
+    rows = [_rich(rng, C, radius=False) for _ in range(2)]
+
+    def tile(t, empty):
+        counts = np.tile(t.counts(), R)
+        keep = np.ones(len(counts), bool)
+        keep[empty] = False                  # an empty cell in every repeated row
+        pick = np.repeat(np.tile(keep.reshape(R, C)[0], R), counts)
+        counts = np.where(np.tile(keep.reshape(R, C)[0], R), counts, 0)
+        return Table(np.tile(t.mem, R)[pick], np.tile(t.time, R)[pick],
+                     np.r_[0, np.cumsum(counts)].astype(IDX))
+    a, b = tile(rows[0], 1), tile(rows[1], 2)
+    monkeypatch.setattr(shared, "POINTER_BLOCK", block)
+    t, ia, ib = cell_product_shared(a, b, R, C, threads=threads)
+    plain, pa, pb = cell_product(a, b, np.arange(R * C), threads=threads)
+    np.testing.assert_array_equal(plain.off, t.off)
+    np.testing.assert_array_equal(plain.mem, t.mem)
+    np.testing.assert_array_equal(plain.time, t.time)
+    np.testing.assert_array_equal(pa, ia)
+    np.testing.assert_array_equal(pb, ib)
+    assert ia.dtype == ib.dtype == IDX and t.mem.flags.c_contiguous
