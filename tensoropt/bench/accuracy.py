@@ -17,8 +17,10 @@ profiles before its first training session. Measured, per plan (slowest or large
   interleaved rounds (``bench.interleaved``), at least ``--steps`` steps
   (``--frontier-steps`` for the frontier's plans, whose order tau scores: their times lie
   within a few percent of each other, and the small LSTM's 5-step medians were too noisy
-  to order them: tau 0.42-0.69, then 0.87 with 20 steps) and ``--seconds`` seconds per
-  plan, so the machine's drift falls on all of them alike;
+  to order them: tau 0.42-0.69, then 0.87 with 20 steps; with 20 steps in 5 rounds its
+  even rounds ordered its ten frontier plans against its odd rounds at tau 0.60, with 60
+  in 6 rounds at 0.82, hence the defaults) and ``--seconds`` seconds per plan, so the
+  machine's drift falls on all of them alike;
 - network: the median over ``--repeats`` traced steps of the time inside horovod ops;
   ops (printed per plan, not scored): the same of the other ops' summed times, beside
   the simulator's compute time, to tell where a gap is;
@@ -128,10 +130,11 @@ def main(argv=None) -> int:
     parser.add_argument("--plans", type=int, default=20, help="sampled plans per model")
     parser.add_argument("--frontier", type=int, default=10, help="plans spread along each frontier")
     parser.add_argument("--steps", type=int, default=5, help="the fewest timed steps per plan (median)")
-    parser.add_argument("--frontier-steps", type=int, default=20,
+    parser.add_argument("--frontier-steps", type=int, default=60,
                         help="the fewest timed steps per frontier plan (median)")
     parser.add_argument("--seconds", type=float, default=3.0, help="the fewest timed seconds per plan")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds over a group's plans")
+    parser.add_argument("--rounds", type=int, default=6,
+                        help="interleaved rounds over a group's plans (even: as many in each half)")
     parser.add_argument("--group", type=int, default=10, help="plans held open and interleaved at once")
     parser.add_argument("--repeats", type=int, default=3, help="traced steps per plan (network, memory)")
     parser.add_argument("--cost-model", default="profiled", choices=["profiled", "analytical"])
