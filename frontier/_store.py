@@ -185,13 +185,13 @@ class Store:
             live = self.tables[t] is not None
             if rec.kind != "derived" or not (live or need[t] is not None):
                 continue
+            whole, marked = False, ()
             if rec.shared:
-                whole = not self._pays(t, None if live else need[t], need, children,
-                                       holders, pinned, chain)
+                pays, marked = self._pays(t, None if live else need[t], need, children,
+                                          holders, pinned, chain)
+                whole = not pays
                 if whole and not live:
                     need[t][:] = True           # kept whole, numbers and all ...
-            else:
-                whole = False
             for p, b in zip(rec.parents, rec.bp):
                 if need[p] is None:
                     need[p] = np.zeros(self.npoints[p], dtype=bool)
@@ -199,7 +199,7 @@ class Store:
                     last_child[p] = t
                 if whole:
                     need[p][:] = True           # ... so its parents keep their numbers
-                else:
+                elif p not in marked:           # (``_pays`` marked those already)
                     need[p][b if live else b[need[t]]] = True
         # New numbers of the points of dead tables that lose points, kept only until
         # their last child is renumbered (a paper-scale run has 10^8 such points).
@@ -233,31 +233,34 @@ class Store:
 
     def _pays(self, t: int, keep: Optional[np.ndarray], need: list,
               children: list[int], holders: dict[int, int], pinned: set[int],
-              chain: list[float]) -> bool:
+              chain: list[float]) -> tuple[bool, set[int]]:
         """Whether renumbering shared record ``t`` (``keep``: the points its children
         need; None when its table is live and keeps all) frees more bytes than the
-        private copy of its pointers costs. Freed: its share of its shared arrays
-        (none while the memo holds them; 1/n of them when n records do, which all
-        renumbered free them whole: results the memo dropped after reuse stay with
-        every layer that reused them otherwise); each parent's points no one
-        else reaches (a parent with ``t`` as its only child), with, in proportion,
-        what their ancestors' chain holds. Those parents' ``need`` is filled here
-        either way (the caller then marks the same points again, or all of them)."""
+        private copy of its pointers costs, and the parents whose ``need`` it filled.
+        Freed: its share of its shared arrays (none while the memo holds them; 1/n of
+        them when n records do, which all renumbered free them whole: results the memo
+        dropped after reuse stay with every layer that reused them otherwise); each
+        parent's points no one else reaches (a parent with ``t`` as its only child),
+        with, in proportion, what their ancestors' chain holds. Those parents' ``need``
+        is filled here either way, with the points ``t`` reaches (the caller marks all
+        of them instead when it does not pay)."""
         rec = self.records[t]
         kept = self.npoints[t] if keep is None else int(np.count_nonzero(keep))
         copy = kept * sum(b.itemsize for b in rec.bp)
         freed = _share(rec.bp, holders, pinned)
+        marked: set[int] = set()
         if kept == 0:
-            return True
+            return True, marked
         for p, b in zip(rec.parents, rec.bp):
             if children[p] != 1 or self.records[p].kind == "node" or chain[p] == 0:
                 continue
             if need[p] is None:
                 need[p] = np.zeros(self.npoints[p], dtype=bool)
             need[p][b if keep is None else b[keep]] = True
+            marked.add(p)
             lost = self.npoints[p] - int(np.count_nonzero(need[p]))
             freed += chain[p] * lost / max(self.npoints[p], 1)
-        return freed > copy
+        return freed > copy, marked
 
     def table(self, tid: int) -> Table:
         t = self.tables[tid]
