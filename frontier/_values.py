@@ -178,7 +178,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
     # concatenated copy of all rows beside the parts and the columns (a product of 88M
     # points made 144 bytes a point of these at once, 12.7 GB; now at most 96).
     cols = [np.empty(base) for _ in range(2 if exact else 3)]
-    idx = [np.empty(base, dtype=np.int64) for _ in range(3)]
+    idx = [np.empty(base, dtype=IDX) for _ in range(3)]
     at = 0
     for i in range(len(parts)):
         f, ii = parts[i][0], parts[i][1]
