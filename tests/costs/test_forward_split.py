@@ -18,10 +18,12 @@ from tensoropt.costs.profiler import ComputeProfiler, local_shard
 ONE = Config((1,), (None,))
 
 
+# the least-disturbed step of each: a share, not an absolute time, is asserted
+STEADY = dict(threads=1, warmup=1, min_runs=10, max_runs=50, min_time_s=0.05, statistic="min")
+
+
 def steady_profiler(path=None) -> ComputeProfiler:
-    # the least-disturbed step of each: a share, not an absolute time, is asserted
-    return ComputeProfiler(cache_path=path, threads=1, warmup=1, min_runs=10, max_runs=50,
-                           min_time_s=0.05, statistic="min")
+    return ComputeProfiler(cache_path=path, **STEADY)
 
 
 def max_pool():
@@ -45,8 +47,7 @@ class NoNetwork:
         return 0.0
 
 def steady():
-    return ComputeProfiler(cache_path=None, threads=1, warmup=1, min_runs=10, max_runs=50,
-                           min_time_s=0.05, statistic="min")
+    return ComputeProfiler(cache_path=None, **STEADY)
 
 one = Config((1,), (None,))
 x = to.placeholder(to.float32, [8, 32, 32, 8], name="x")
@@ -69,7 +70,8 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def measured() -> dict:
-    done = subprocess.run([sys.executable, "-c", _MEASURE], capture_output=True, text=True, timeout=300)
+    script = f"STEADY = {STEADY!r}\n{_MEASURE}"      # the profiler settings of this module
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
