@@ -5,8 +5,9 @@ Usage::
     train_op = to.train.AdamOptimizer(1e-3).minimize(loss)
     to.run(train_op, feed_dict={...})
 
-The optimizer's slot count (0 for SGD, 1 for Momentum, 2 for Adam) is what the cost
-model charges per parameter on top of the parameter and its gradient.
+The optimizer's slot count (0 for SGD, 1 for Momentum and Adagrad, 2 for Adam and
+RMSProp, 3 for centered RMSProp) is what the cost model charges per parameter on top of
+the parameter and its gradient.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from dataclasses import dataclass
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
 from tensoropt.validation import check_learning_rate
 
-__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer"]
+__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+           "RMSPropOptimizer", "AdagradOptimizer"]
+
+#: hyperparameters that are flags (True or False), not numbers
+_FLAGS = ("use_nesterov", "centered")
 
 
 @dataclass(frozen=True)
@@ -34,9 +39,9 @@ class Optimizer:
         object.__setattr__(self, "learning_rate",
                            check_learning_rate(type(self).__name__, self.learning_rate))
         for name, value in self.hyperparameters().items():
-            if name == "use_nesterov" and not isinstance(value, bool):
-                raise ValueError(f"{type(self).__name__}: use_nesterov={value!r}; give True or False")
-            if name not in ("learning_rate", "use_nesterov") and (
+            if name in _FLAGS and not isinstance(value, bool):
+                raise ValueError(f"{type(self).__name__}: {name}={value!r}; give True or False")
+            if name != "learning_rate" and name not in _FLAGS and (
                     isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
                     or value < 0):
                 raise ValueError(f"{type(self).__name__}: {name}={value!r}; give a finite number >= 0")
@@ -118,6 +123,37 @@ class AdamOptimizer(Optimizer):
 
     tf_name = "AdamOptimizer"
     slots_per_variable = 2
+
+
+@dataclass(frozen=True)
+class RMSPropOptimizer(Optimizer):
+    """RMSProp: slots ``rms`` and ``momentum`` (TensorFlow makes both, whatever the
+    momentum), and ``mg`` when centered."""
+
+    decay: float = 0.9
+    momentum: float = 0.0
+    epsilon: float = 1e-10
+    centered: bool = False
+
+    tf_name = "RMSPropOptimizer"
+
+    @property
+    def slots_per_variable(self) -> int:
+        return 3 if self.centered else 2
+
+
+@dataclass(frozen=True)
+class AdagradOptimizer(Optimizer):
+    initial_accumulator_value: float = 0.1
+
+    tf_name = "AdagradOptimizer"
+    slots_per_variable = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.initial_accumulator_value > 0:
+            raise ValueError(f"AdagradOptimizer: initial_accumulator_value={self.initial_accumulator_value!r}; "
+                             "give a number > 0 (TensorFlow's default is 0.1)")
 
 
 from tensoropt._missing import missing_name_getter as _missing_name_getter  # noqa: E402

@@ -12,7 +12,7 @@ import tensoropt as to
     (lambda: to.reduce_max, ["tf.reduce_max", "did you mean reduce_mean or reduce_sum?"]),
     (lambda: to.nn.sofmax, ["module 'tensoropt.nn'", "tf.nn.sofmax", "did you mean softmax"]),
     (lambda: to.nn.xw_plus_b, ["to.nn.bias_add(to.matmul(x, w), b)"]),
-    (lambda: to.train.RMSPropOptimizer, ["tf.train.RMSPropOptimizer", "AdamOptimizer", "MomentumOptimizer"]),
+    (lambda: to.train.AdadeltaOptimizer, ["tf.train.AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer"]),
 ])
 def test_a_missing_name_is_named_with_what_to_write_instead(get, says):
     with pytest.raises(AttributeError) as err:
