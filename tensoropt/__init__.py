@@ -32,9 +32,10 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
                                     random_uniform_initializer, truncated_normal_initializer,
                                     variance_scaling_initializer, zeros_initializer)
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
-from tensoropt.ops.math_ops import (add, divide, exp, identity, log, matmul, maximum, multiply,
-                                    negative, reduce_mean, reduce_sum, rsqrt, sigmoid, sqrt,
-                                    square, subtract, tanh)
+from tensoropt.ops.composite_ops import expand_dims, squeeze
+from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
+                                    minimum, multiply, negative, pow, reduce_mean, reduce_sum, rsqrt,
+                                    sigmoid, sqrt, square, squared_difference, subtract, tanh)
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
@@ -65,9 +66,10 @@ __all__ = [
     "truncated_normal_initializer", "random_uniform_initializer", "glorot_uniform_initializer",
     "glorot_normal_initializer", "variance_scaling_initializer", "he_normal", "he_uniform",
     # math and arrays
-    "matmul", "add", "subtract", "multiply", "divide", "maximum", "negative", "tanh", "sigmoid",
-    "sqrt", "rsqrt", "exp", "log", "square", "identity", "reduce_sum", "reduce_mean",
-    "reshape", "transpose", "concat", "split",
+    "matmul", "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow",
+    "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
+    "log", "square", "identity", "reduce_sum", "reduce_mean",
+    "reshape", "transpose", "concat", "split", "expand_dims", "squeeze",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

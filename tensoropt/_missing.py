@@ -28,7 +28,6 @@ INSTEAD = {
     "global_variables_initializer": "variables are initialized by to.build_execution_graph (or restored by "
                                     "to.train.Saver().restore)",
     "xw_plus_b": "to.nn.bias_add(to.matmul(x, w), b)",
-    "relu6": "to.nn.relu is there",
 }
 
 

@@ -18,14 +18,15 @@ from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "maximum", "negative",
-    "tanh", "sigmoid", "sqrt", "rsqrt", "exp", "log", "square", "identity",
-    "matmul", "reduce_sum", "reduce_mean",
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "squared_difference",
+    "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp", "log", "square", "identity",
+    "matmul", "reduce_sum", "reduce_mean", "add_n",
 ]
 
 # --- unary elementwise ------------------------------------------------------------------
 
-# kind -> (TensorFlow function path, flops per element forward+backward, what backward keeps)
+# kind -> (TensorFlow function path, flops per element forward+backward, what backward keeps:
+# the tensor TensorFlow's registered gradient reads)
 _UNARY = {
     "tanh": ("math.tanh", 6.0, "output"),
     "sigmoid": ("math.sigmoid", 6.0, "output"),
@@ -35,10 +36,23 @@ _UNARY = {
     "log": ("math.log", 3.0, "input"),
     "square": ("math.square", 3.0, "input"),
     "negative": ("math.negative", 2.0, None),
+    "abs": ("math.abs", 2.0, "input"),
     "identity": ("identity", 0.0, None),
     "relu": ("nn.relu", 2.0, "output"),
     "gelu": ("nn.gelu", 20.0, "input"),
+    "relu6": ("nn.relu6", 2.0, "output"),
+    "elu": ("nn.elu", 6.0, "output"),
+    "selu": ("nn.selu", 7.0, "output"),
+    "leaky_relu": ("nn.leaky_relu", 3.0, "input"),
+    "softplus": ("nn.softplus", 10.0, "input"),
+    "silu": ("nn.silu", 12.0, "input"),
 }
+
+# attributes a unary op passes to its TensorFlow function, by keyword
+_UNARY_ATTRS = {"gelu": ("approximate",), "leaky_relu": ("alpha",), "silu": ("beta",)}
+
+# tf.nn.selu's constants
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
 def _tf_function(tf, path: str):
@@ -56,6 +70,9 @@ _GRAD_FROM_OUTPUT = {
     "sqrt": lambda tf, y, dy: dy * 0.5 / y,
     "rsqrt": lambda tf, y, dy: dy * -0.5 * y * y * y,
     "exp": lambda tf, y, dy: dy * y,
+    "relu6": lambda tf, y, dy: dy * tf.cast((y > 0) & (y < 6), dy.dtype),
+    "elu": lambda tf, y, dy: dy * tf.where(y > 0, tf.ones_like(y), y + 1.0),
+    "selu": lambda tf, y, dy: dy * tf.where(y > 0, tf.fill(tf.shape(y), _SELU_SCALE), y + _SELU_SCALE * _SELU_ALPHA),
 }
 
 
@@ -82,9 +99,7 @@ class UnaryDef(OpDef):
 
     def lower(self, tf, op, inputs, ctx):
         fn = _tf_function(tf, self.tf_path)
-        if self.kind == "gelu":
-            return [fn(inputs[0], approximate=op.attrs.get("approximate", False))]
-        return [fn(inputs[0])]
+        return [fn(inputs[0], **{a: op.attrs[a] for a in _UNARY_ATTRS.get(self.kind, ())})]
 
 
 for _kind, (_path, _flops, _keeps) in _UNARY.items():
@@ -140,6 +155,10 @@ def identity(input, name=None):  # noqa: A002 - TensorFlow's argument name
     return _unary("identity", input, name)
 
 
+def abs(x, name=None):  # noqa: A001 - TensorFlow's name
+    return _unary("abs", x, name)
+
+
 # --- binary elementwise -----------------------------------------------------------------
 
 # kind -> (TensorFlow function path, flops per output element forward+backward, keeps inputs)
@@ -149,6 +168,9 @@ _BINARY = {
     "multiply": ("math.multiply", 3.0, True),
     "divide": ("math.divide", 5.0, True),
     "maximum": ("math.maximum", 2.0, True),
+    "minimum": ("math.minimum", 2.0, True),
+    "pow": ("math.pow", 12.0, True),
+    "squared_difference": ("math.squared_difference", 4.0, True),
 }
 
 
@@ -226,6 +248,18 @@ def divide(x, y, name=None):
 
 def maximum(x, y, name=None):
     return _binary("maximum", x, y, name)
+
+
+def minimum(x, y, name=None):
+    return _binary("minimum", x, y, name)
+
+
+def pow(x, y, name=None):  # noqa: A001 - TensorFlow's name
+    return _binary("pow", x, y, name)
+
+
+def squared_difference(x, y, name=None):
+    return _binary("squared_difference", x, y, name)
 
 
 # --- matmul -----------------------------------------------------------------------------
@@ -351,6 +385,21 @@ def reduce_mean(input_tensor, axis=None, keepdims=None, name=None, reduction_ind
     return _reduce("reduce_mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+def add_n(inputs, name=None) -> Tensor:
+    """The sum of a list of same-shaped tensors, as ``tf.add_n`` (recorded as chained adds)."""
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else inputs
+    if not isinstance(inputs, list) or not inputs:
+        raise ValueError(f"add_n: expected a non-empty list of tensors, got {inputs!r}")
+    shapes = {tuple(_as_tensor("add_n", t).shape) for t in inputs}
+    if len(shapes) > 1:
+        raise ValueError(f"add_n: the inputs' shapes differ: {sorted(shapes)}; tf.add_n needs one shape "
+                         "(use to.add to broadcast)")
+    total = inputs[0]
+    for i, t in enumerate(inputs[1:], 1):
+        total = add(total, t, name=name if i == len(inputs) - 1 else None)
+    return identity(total, name=name) if len(inputs) == 1 else total
+
+
 def _install_tensor_operators() -> None:
     """Gives ``Tensor`` the Python operators of ``tf.Tensor``: + - * / @ and unary -."""
     Tensor.__add__ = lambda self, other: add(self, other)
@@ -362,6 +411,9 @@ def _install_tensor_operators() -> None:
     Tensor.__truediv__ = lambda self, other: divide(self, other)
     Tensor.__rtruediv__ = lambda self, other: divide(other, self)
     Tensor.__neg__ = lambda self: negative(self)
+    Tensor.__abs__ = lambda self: abs(self)
+    Tensor.__pow__ = lambda self, other: pow(self, other)
+    Tensor.__rpow__ = lambda self, other: pow(other, self)
     Tensor.__matmul__ = lambda self, other: matmul(self, other)
 
 

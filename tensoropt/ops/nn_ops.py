@@ -16,7 +16,7 @@ from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
-__all__ = ["relu", "gelu", "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
+__all__ = ["relu", "gelu", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "swish", "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
            "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits"]
 
 
@@ -36,6 +36,41 @@ def relu(features, name=None):
 
 def gelu(features, approximate=False, name=None):
     return _create("gelu", [features], {"approximate": bool(approximate)}, name=name).outputs[0]
+
+
+def relu6(features, name=None):
+    return _create("relu6", [features], name=name).outputs[0]
+
+
+def elu(features, name=None):
+    return _create("elu", [features], name=name).outputs[0]
+
+
+def selu(features, name=None):
+    return _create("selu", [features], name=name).outputs[0]
+
+
+def _number(kind: str, name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{kind}: {name}={value!r} is not a number; give a Python float, e.g. {name}=0.2")
+    return float(value)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    return _create("leaky_relu", [features], {"alpha": _number("leaky_relu", "alpha", alpha)},
+                   name=name).outputs[0]
+
+
+def softplus(features, name=None):
+    return _create("softplus", [features], name=name).outputs[0]
+
+
+def silu(features, beta=1.0, name=None):
+    """``features * sigmoid(beta * features)``, as ``tf.nn.silu`` (``tf.nn.swish``)."""
+    return _create("silu", [features], {"beta": _number("silu", "beta", beta)}, name=name).outputs[0]
+
+
+swish = silu
 
 
 class SoftmaxDef(OpDef):

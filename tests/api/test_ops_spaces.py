@@ -220,8 +220,38 @@ def test_layer_norm_composes_primitives_with_variables():
     assert {"reduce_mean", "rsqrt"} <= {op.kind for op in g.operations}
 
 
+@pytest.mark.parametrize("make, saved_inputs, saved_outputs, flops", [
+    # what TensorFlow's registered gradient reads is what the op keeps for its backward
+    (lambda x: to.nn.relu6(x), (), (0,), 2 * 12),
+    (lambda x: to.nn.elu(x), (), (0,), 6 * 12),
+    (lambda x: to.nn.selu(x), (), (0,), 7 * 12),
+    (lambda x: to.nn.leaky_relu(x, alpha=0.3), (0,), (), 3 * 12),
+    (lambda x: to.nn.softplus(x), (0,), (), 10 * 12),
+    (lambda x: to.nn.silu(x), (0,), (), 12 * 12),
+    (lambda x: to.abs(x), (0,), (), 2 * 12),
+    (lambda x: to.minimum(x, f32(3, 4)), (0, 1), (), 2 * 12),
+    (lambda x: to.pow(x, 2.0), (0,), (), 12 * 12),
+    (lambda x: to.squared_difference(x, f32(4)), (0, 1), (), 4 * 12),
+])
+def test_more_elementwise_ops_keep_what_their_gradient_reads(make, saved_inputs, saved_outputs, flops):
+    y = make(f32(3, 4))
+    s = y.op.space
+    assert tuple(y.shape) == (3, 4) and s.outputs == (("d0", "d1"),)
+    assert s.saved_inputs == saved_inputs and s.saved_outputs == saved_outputs
+    assert s.flops == flops
+
+
+def test_leaky_relu_and_silu_carry_their_constant_to_the_lowering():
+    x = f32(3, 4)
+    assert to.nn.leaky_relu(x, alpha=0.05).op.attrs == {"alpha": 0.05}
+    assert to.nn.silu(x, beta=2).op.attrs == {"beta": 2.0}
+    assert to.nn.swish is to.nn.silu
+
+
 def test_every_registered_kind_has_a_test_here():
-    tested = {"matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",
+    tested = {"relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
+              "squared_difference",
+              "matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",
               "reduce_sum", "reduce_mean", "reshape", "transpose", "concat", "split", "softmax",
               "conv2d", "max_pool2d", "avg_pool2d", "embedding_lookup", "bias_add", "dropout",
               "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",

@@ -1,0 +1,100 @@
+"""TensorFlow functions that TensorOpt records as several of its own ops.
+
+Each is written with the ops TensorOpt already plans (so every split those ops allow is
+open to it), and computes what TensorFlow's function computes:
+
+- ``nn.l2_loss(t)``: ``sum(t ** 2) / 2``;
+- ``nn.l2_normalize(x, axis, epsilon)``: ``x * rsqrt(max(sum(x ** 2, axis), epsilon))``;
+- ``nn.sigmoid_cross_entropy_with_logits(labels, logits)``: TensorFlow's stable form,
+  ``relu(x) - x * z + softplus(-|x|)``;
+- ``expand_dims`` and ``squeeze``: a reshape.
+
+Usage::
+
+    loss = to.reduce_mean(to.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
+    loss += 1e-4 * to.add_n([to.nn.l2_loss(w) for w in weights])
+"""
+
+from __future__ import annotations
+
+from tensoropt.graph import Tensor
+from tensoropt.ops._common import tf1_alias
+from tensoropt.ops.array_ops import reshape
+from tensoropt.ops.math_ops import abs, add, maximum, multiply, negative, reduce_sum, rsqrt, square, subtract
+from tensoropt.ops.nn_ops import relu, softplus
+
+__all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expand_dims", "squeeze"]
+
+
+def _tensor(kind: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
+    return x
+
+
+def l2_loss(t, name=None) -> Tensor:
+    """Half the sum of squares of every element, a scalar (``tf.nn.l2_loss``)."""
+    return multiply(reduce_sum(square(_tensor("l2_loss", t))), 0.5, name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> Tensor:
+    """``x`` divided by its L2 norm along ``axis`` (every axis when None), the squared norm
+    held at ``epsilon`` or more, as ``tf.nn.l2_normalize``; ``dim`` is the 1.x name of ``axis``."""
+    x = _tensor("l2_normalize", x)
+    axis = tf1_alias("l2_normalize", "axis", axis, "dim", dim)
+    squares = reduce_sum(square(x), axis=axis, keepdims=True)
+    return multiply(x, rsqrt(maximum(squares, float(epsilon))), name=name)
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None) -> Tensor:
+    """Elementwise logistic loss of ``logits`` against ``labels`` in [0, 1] (same shape),
+    as ``tf.nn.sigmoid_cross_entropy_with_logits``."""
+    if _sentinel is not None or labels is None or logits is None:
+        raise ValueError("sigmoid_cross_entropy_with_logits: pass both labels= and logits= by name")
+    labels, logits = _tensor("sigmoid_cross_entropy_with_logits", labels), _tensor(
+        "sigmoid_cross_entropy_with_logits", logits)
+    if tuple(labels.shape) != tuple(logits.shape):
+        raise ValueError(f"sigmoid_cross_entropy_with_logits: labels {labels.name} {tuple(labels.shape)} and "
+                         f"logits {logits.name} {tuple(logits.shape)} differ in shape; they must be the same")
+    if labels.dtype != logits.dtype:
+        raise ValueError(f"sigmoid_cross_entropy_with_logits: labels are {labels.dtype.name}, logits "
+                         f"{logits.dtype.name}; labels must be float probabilities of the logits' dtype")
+    return add(subtract(relu(logits), multiply(logits, labels)), softplus(negative(abs(logits))), name=name)
+
+
+def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002 - TensorFlow's name
+    """``input`` with a dim of size 1 inserted at ``axis`` (``tf.expand_dims``; ``dim`` is 1.x's name)."""
+    x = _tensor("expand_dims", input)
+    axis = tf1_alias("expand_dims", "axis", axis, "dim", dim)
+    if axis is None or isinstance(axis, bool) or not isinstance(axis, int):
+        raise ValueError(f"expand_dims: axis={axis!r}; give an int in [{-x.shape.rank - 1}, {x.shape.rank}]")
+    rank = x.shape.rank + 1
+    if not -rank <= axis < rank:
+        raise ValueError(f"expand_dims: axis {axis} is out of range for {x.name} of shape {tuple(x.shape)}; "
+                         f"give an int in [{-rank}, {rank - 1}]")
+    axis %= rank
+    shape = list(x.shape)
+    return reshape(x, shape[:axis] + [1] + shape[axis:], name=name)
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:  # noqa: A002 - TensorFlow's name
+    """``input`` without its size-1 dims (those in ``axis`` when given), as ``tf.squeeze``."""
+    x = _tensor("squeeze", input)
+    axis = tf1_alias("squeeze", "axis", axis, "squeeze_dims", squeeze_dims)
+    shape = tuple(x.shape)
+    if axis is None:
+        drop = {i for i, n in enumerate(shape) if n == 1}
+    else:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        drop = {_axis_of(x, a) for a in axes}
+        wrong = sorted(i for i in drop if shape[i] != 1)
+        if wrong:
+            raise ValueError(f"squeeze: {x.name} of shape {shape} has size {[shape[i] for i in wrong]} at axis "
+                             f"{wrong}; only dims of size 1 can be squeezed")
+    return reshape(x, [n for i, n in enumerate(shape) if i not in drop], name=name)
+
+
+def _axis_of(x: Tensor, axis) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -x.shape.rank <= axis < x.shape.rank:
+        raise ValueError(f"squeeze: axis {axis!r} is not an axis of {x.name} of shape {tuple(x.shape)}")
+    return axis % x.shape.rank

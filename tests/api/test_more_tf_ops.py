@@ -1,0 +1,125 @@
+"""The TensorFlow ops and functions a 1.x training script commonly reaches for beyond the
+core set (activations, ``minimum``/``pow``/``squared_difference``, ``abs``, ``add_n``,
+``l2_loss``, ``l2_normalize``, the logistic loss, ``expand_dims``/``squeeze``) give
+TensorFlow's values and TensorFlow's gradients on one process.
+
+Each case is built from a variable holding ``X`` (signs and magnitudes chosen to cross
+every kink: below -1, between -1 and 0, between 0 and 6, above 6), and its gradient is
+read as the step a learning rate of 1 takes: ``w0 - w1``.
+"""
+
+import numpy as np
+import pytest
+
+import tensoropt as to
+
+X = np.array([[-8.5, -2.0, -0.6, -0.1], [0.2, 0.9, 3.0, 7.5], [-4.0, 1.7, 6.4, -1.3]], np.float32)
+Y = np.random.default_rng(3).uniform(0.0, 1.0, X.shape).astype(np.float32)   # labels, and a second operand
+C = np.random.default_rng(5).normal(size=X.shape).astype(np.float32)         # weighs the outputs' sum
+
+CASES = {
+    "relu6": lambda m, w, y: m.nn.relu6(w),
+    "elu": lambda m, w, y: m.nn.elu(w),
+    "selu": lambda m, w, y: m.nn.selu(w),
+    "leaky_relu": lambda m, w, y: m.nn.leaky_relu(w),
+    "leaky_relu alpha": lambda m, w, y: m.nn.leaky_relu(w, alpha=0.05),
+    "softplus": lambda m, w, y: m.nn.softplus(w),
+    "silu": lambda m, w, y: m.nn.silu(w),
+    "silu beta": lambda m, w, y: m.nn.silu(w, beta=0.5),
+    "swish": lambda m, w, y: m.nn.swish(w),
+    "abs": lambda m, w, y: m.abs(w),
+    "minimum": lambda m, w, y: m.minimum(w, y),
+    "minimum scalar": lambda m, w, y: m.minimum(w, 0.5),
+    "pow scalar exponent": lambda m, w, y: m.pow(w, 2.0),
+    "pow tensor exponent": lambda m, w, y: m.pow(y + 0.5, w * 0.1),
+    "squared_difference": lambda m, w, y: m.squared_difference(w, y),
+    "add_n": lambda m, w, y: m.add_n([w, w * y, y]),
+    "l2_loss": lambda m, w, y: m.nn.l2_loss(w),
+    "l2_normalize axis": lambda m, w, y: m.nn.l2_normalize(w, axis=1),
+    "l2_normalize all": lambda m, w, y: m.nn.l2_normalize(w),
+    "l2_normalize dim": lambda m, w, y: m.nn.l2_normalize(w, dim=0, epsilon=1e-3),
+    "sigmoid_cross_entropy_with_logits": lambda m, w, y: m.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=w),
+    "expand_dims": lambda m, w, y: m.expand_dims(w, 1),
+    "expand_dims last": lambda m, w, y: m.expand_dims(w, -1),
+    "squeeze": lambda m, w, y: m.squeeze(m.expand_dims(w, 0)),
+    "squeeze axis": lambda m, w, y: m.squeeze(m.expand_dims(m.expand_dims(w, 0), 3), axis=[3]),
+}
+
+
+def _weights(m, out):
+    """A fixed weighing of ``out``'s elements, so every element's gradient differs."""
+    size = int(np.prod(out.shape))
+    flat = np.resize(C.ravel(), size).reshape([int(n) for n in out.shape])
+    return m.constant(flat) if hasattr(m, "constant") else flat
+
+
+def _tensoropt(case):
+    w = to.get_variable("w", X.shape, initializer=to.constant_initializer(X))
+    y = to.placeholder(to.float32, X.shape, name="y")
+    out = CASES[case](to, w, y)
+    weights = to.placeholder(to.float32, list(out.shape), name="c")
+    loss = to.reduce_sum(out * weights) if len(out.shape) else out * 1.0
+    step = to.train.GradientDescentOptimizer(1.0).minimize(loss)
+    to.build_execution_graph(plan=to.find_strategy())
+    feed = {y: Y, weights: _weights(np, out)}
+    value = to.run(out, feed)
+    to.run(step, feed)
+    return value, X - to.run(w)
+
+
+def _tensorflow(case):
+    tf = pytest.importorskip("tensorflow")
+    graph = tf.Graph()
+    with graph.as_default():
+        w = tf.constant(X)
+        y = tf.constant(Y)
+        out = CASES[case](tf.compat.v1, w, y)
+        loss = tf.reduce_sum(out * _weights(np, out)) if len(out.shape) else out
+        grad, = tf.compat.v1.gradients(loss, [w])
+        with tf.compat.v1.Session(graph=graph) as sess:
+            return sess.run([out, grad])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_value_and_gradient_are_tensorflows(case):
+    value, grad = _tensoropt(case)
+    tf_value, tf_grad = _tensorflow(case)
+    assert np.asarray(value).shape == tf_value.shape
+    np.testing.assert_allclose(value, tf_value, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(grad, tf_grad, rtol=2e-4, atol=1e-5)
+    assert np.any(grad != 0), "the case must reach the variable"
+
+
+@pytest.mark.parametrize("kind", ["relu", "tanh", "sigmoid", "sqrt", "rsqrt", "exp", "relu6", "elu", "selu"])
+def test_gradient_from_the_output_is_tensorflows(kind):
+    """A plan that drops an op's saved input rebuilds its gradient from its output
+    (``OpDef.grad_from_output``, tensor reuse): it must be TensorFlow's gradient."""
+    tf = pytest.importorskip("tensorflow")
+    from tensoropt.ops import get_op_def
+    op_def = get_op_def(kind)
+    assert op_def.grad_from_output_ok
+    x = tf.constant(np.abs(X) + 0.05 if kind in ("sqrt", "rsqrt") else X / (3.0 if kind == "exp" else 1.0))
+    dy = tf.constant(C)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = getattr(tf.nn, kind)(x) if hasattr(tf.nn, kind) else getattr(tf.math, kind)(x)
+    expected = tape.gradient(y, x, output_gradients=dy)
+    got = op_def.grad_from_output(tf, None, y, dy)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda w: to.nn.leaky_relu(w, alpha="0.1"), "leaky_relu: alpha='0.1' is not a number"),
+    (lambda w: to.add_n([]), "add_n: expected a non-empty list"),
+    (lambda w: to.add_n([w, to.reshape(w, [4, 3])]), r"add_n: the inputs' shapes differ: \[\(3, 4\), \(4, 3\)\]"),
+    (lambda w: to.squeeze(w, axis=0), r"squeeze: .* has size \[3\] at axis \[0\]; only dims of size 1"),
+    (lambda w: to.expand_dims(w, 3), r"expand_dims: axis 3 is out of range .* give an int in \[-3, 2\]"),
+    (lambda w: to.nn.sigmoid_cross_entropy_with_logits(labels=to.reshape(w, [4, 3]), logits=w),
+     r"labels .* \(4, 3\) and logits .* \(3, 4\) differ in shape"),
+    (lambda w: to.nn.sigmoid_cross_entropy_with_logits(w, w), "pass both labels= and logits= by name"),
+    (lambda w: to.nn.l2_normalize(w, axis=0, dim=1), "axis=0 and dim=1"),
+])
+def test_bad_arguments_are_refused_by_name(call, named):
+    w = to.get_variable("w", X.shape)
+    with pytest.raises(ValueError, match=named):
+        call(w)
