@@ -140,7 +140,32 @@ def lstm():
     return loss, feed
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "lstm": lstm}
+def activations():
+    """The activations, losses and shape functions beyond the core set, trained by centered
+    RMSProp with momentum: sums over split dims (``l2_normalize``, ``l2_loss``), reshapes of
+    split tensors (``expand_dims``, ``squeeze``) and elementwise ops under every split."""
+    x = to.placeholder(to.float32, [8, 12], name="x")
+    y = to.placeholder(to.float32, [8, 4], name="y")
+    w0 = to.get_variable("fc0/w", [12, 16], initializer=to.glorot_uniform_initializer(seed=1))
+    b0 = to.get_variable("fc0/b", [16], initializer=to.random_normal_initializer(stddev=0.1, seed=2))
+    h = to.nn.leaky_relu(to.matmul(x, w0) + b0, alpha=0.1)
+    h = to.add_n([to.nn.elu(h), to.nn.selu(h) * 0.5, to.nn.silu(h)])
+    h = to.nn.l2_normalize(to.nn.relu6(h * 3.0), axis=1, epsilon=1e-6)
+    w1 = to.get_variable("fc1/w", [16, 8], initializer=to.glorot_uniform_initializer(seed=3))
+    h = to.squeeze(to.expand_dims(to.matmul(h, w1), 1), axis=[1])
+    h = to.nn.softplus(h) - to.minimum(to.abs(h), 0.5) + to.pow(to.squared_difference(h, 0.25), 1.5)
+    w2 = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=4))
+    logits = to.matmul(h, w2)
+    loss = to.reduce_mean(to.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
+    loss = loss + 1e-2 * to.add_n([to.nn.l2_loss(w0), to.nn.l2_loss(w1)])
+
+    def feed(rng):
+        return {x: rng.normal(size=(8, 12)).astype(np.float32), y: rng.uniform(0, 1, (8, 4)).astype(np.float32)}
+
+    return loss, feed, to.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "lstm": lstm, "activations": activations}
 
 
 def reference(graph, loss, train_op, feeds):
@@ -235,8 +260,8 @@ def main(out_path, names, summary=False, baselines=False):
     results = []
     for name in names:
         to.reset_default_graph()
-        loss, make_feed = MODELS[name]()
-        train_op = to.train.AdamOptimizer(0.01).minimize(loss)
+        loss, make_feed, *optimizer = MODELS[name]()
+        train_op = (optimizer[0] if optimizer else to.train.AdamOptimizer(0.01)).minimize(loss)
         graph = to.get_default_graph()
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]

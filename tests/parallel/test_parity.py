@@ -25,10 +25,10 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 MODELS = ["mlp", "cnn", "transformer", "lstm"]
 
 
-def _run(mpirun, tmp_path):
+def _run(mpirun, tmp_path, models=MODELS):
     out = tmp_path / "parity.json"
     driver = pathlib.Path(__file__).with_name("parity_driver.py")
-    proc = mpirun(4, str(driver), str(out), *MODELS, timeout=1500)
+    proc = mpirun(4, str(driver), str(out), *models, timeout=1500)
     # 44 plans in one process: horovod's response cache (sized by tensoropt.init) holds them
     assert "evicted from cache" not in proc.stderr + proc.stdout
     return json.loads(out.read_text())
@@ -38,15 +38,7 @@ def test_every_plan_matches_one_process_and_its_collective_counts(mpirun, tmp_pa
     results = _run(mpirun, tmp_path)
     assert {r["model"] for r in results} == set(MODELS)
     for model in MODELS:
-        rows = [r for r in results if r["model"] == model]
-        assert len(rows) >= 10, f"{model}: only {len(rows)} plans ran"
-        for r in rows:
-            label = f"{model} plan {r['plan']} ({r['option']})"
-            assert r["loss_rel"] <= 1e-4, f"{label}: losses {r['losses']} vs {r['reference']}"
-            assert r["param_rel"] <= 1e-4, f"{label}: final parameters differ by {r['param_rel']:.2e}"
-            assert r["collectives"] == r["expected_collectives"], (
-                f"{label}: built {r['collectives']}, the plan says {r['expected_collectives']}")
-            assert r["ranks_compared"] == 4, label
+        rows = _check_every_plan(results, model)
         kinds = set().union(*(r["step_kinds"] for r in rows))
         assert {"allgather", "alltoall", "alltoallv", "slice", "reducescatter"} <= kinds, (
             f"{model}: steps seen {kinds}")
@@ -56,6 +48,29 @@ def test_every_plan_matches_one_process_and_its_collective_counts(mpirun, tmp_pa
         assert {"frontier", "data_parallel", "sampled"} <= options
     all_reuse = set().union(*(r["reuse"] for r in results))
     assert "keep_consumer" in all_reuse, f"no plan dropped a producer's copy: {all_reuse}"
+
+
+def _check_every_plan(results, model):
+    rows = [r for r in results if r["model"] == model]
+    assert len(rows) >= 10, f"{model}: only {len(rows)} plans ran"
+    for r in rows:
+        label = f"{model} plan {r['plan']} ({r['option']})"
+        assert r["loss_rel"] <= 1e-4, f"{label}: losses {r['losses']} vs {r['reference']}"
+        assert r["param_rel"] <= 1e-4, f"{label}: final parameters differ by {r['param_rel']:.2e}"
+        assert r["collectives"] == r["expected_collectives"], (
+            f"{label}: built {r['collectives']}, the plan says {r['expected_collectives']}")
+        assert r["ranks_compared"] == 4, label
+    return rows
+
+
+def test_more_tensorflow_ops_and_rmsprop_train_like_one_process_under_every_plan(mpirun, tmp_path):
+    """The activations, losses and shape functions beyond the core set (``activations`` in
+    the driver), trained by centered RMSProp, under the same 12 kinds of plan."""
+    results = _run(mpirun, tmp_path, ["activations"])
+    rows = _check_every_plan(results, "activations")
+    assert {"frontier", "data_parallel", "sampled"} <= {r["option"] for r in rows}
+    kinds = set().union(*(r["step_kinds"] for r in rows))
+    assert {"allgather", "slice"} <= kinds, f"steps seen {kinds}"
 
 
 def test_frontier_plans_picked_on_every_rank_train_like_one_process(mpirun, tmp_path):
