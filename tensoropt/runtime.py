@@ -79,6 +79,13 @@ class _Runtime:
         self.watch = None
         self.reporter = None
         self.local_ranks = 1   # ranks on this physical host (they share its CPUs)
+        # (plan, {"time_s", "peak_memory_bytes"}) the last search simulated, for the
+        # step report of whichever of them is built (``simulated_figures``)
+        self.simulated: list = []
+
+    def simulated_figures(self, plan) -> dict:
+        """The simulator's time and peak of ``plan`` if the last search checked it, else {}."""
+        return next((figures for checked, figures in self.simulated if checked == plan), {})
 
 
 _runtime = _Runtime()
@@ -246,7 +253,21 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
         outcome = quiet_bcast(_runtime.comm, outcome)
     if outcome[0] == "error":
         raise outcome[1]
-    return SearchSummary.from_bytes(outcome[1])
+    summary = SearchSummary.from_bytes(outcome[1])
+    _runtime.simulated = _simulated_plans(summary)
+    return summary
+
+
+def _simulated_plans(summary: SearchSummary) -> list:
+    """``(plan, figures)`` of every plan the summary's simulator check covered (index -1:
+    the data-parallel plan)."""
+    check = summary.simulator_check
+    if not check or summary.chosen is None:
+        return []
+    frontier = summary.frontier
+    return [(summary.data_parallel if row["index"] == -1 else frontier[row["index"]],
+             {"time_s": row["simulated_time_s"], "peak_memory_bytes": row["simulated_peak_bytes"]})
+            for row in check["plans"] if -1 <= row["index"] < len(frontier)]
 
 
 def _checked_peak(graph):

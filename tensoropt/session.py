@@ -100,7 +100,7 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
     _runtime.sharding = sharding
     _runtime.reporter = StepReporter(plan, _runtime.comm if size > 1 else None, world().rank,
-                                     report_step_from_env())
+                                     report_step_from_env(), simulated=_runtime.simulated_figures(plan))
 
 
 def run(fetches, feed_dict: dict | None = None, profile: bool = False):

@@ -65,6 +65,23 @@ def test_report_step_setting_is_checked():
         report_step_from_env({"TENSOROPT_REPORT_STEP": "soon"})
 
 
+def test_the_report_gives_the_simulated_figures_of_the_plan_the_search_simulated(monkeypatch, capsys):
+    """A plan the search simulated (``simulate="chosen"``) is reported with the
+    simulator's time and peak beside the additive estimate."""
+    monkeypatch.setenv("TENSOROPT_REPORT_STEP", "2")
+    x, loss, train = _model()
+    result = to.search_strategy(option="mini_time", check_peak=False, simulate="chosen")
+    check = result.simulator_check
+    row = next(r for r in check["plans"] if r["index"] == check["chosen_index"])
+    feed = {x: np.ones((B, D), np.float32)}
+    to.build_execution_graph(plan=result.chosen)
+    for _ in range(2):
+        to.run(train, feed)
+    err = capsys.readouterr().err
+    assert f"simulated {row['simulated_time_s'] * 1e3:.2f} ms)" in err
+    assert f"simulated peak {format_bytes(row['simulated_peak_bytes'])})" in err
+
+
 def test_reporter_takes_the_slowest_rank_and_every_rank_peak():
     class Comm:
         def allgather(self, mine):
