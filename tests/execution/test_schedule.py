@@ -38,7 +38,7 @@ PARITY = _parity_models()
 
 
 def _model(name):
-    loss, _ = PARITY.MODELS[name]()
+    loss, *_ = PARITY.MODELS[name]()
     to.train.AdamOptimizer(0.01).minimize(loss)
     return to.get_default_graph()
 
@@ -59,7 +59,7 @@ def _build(graph, plan, rank, schedule=None):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "lstm"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer", "lstm", "activations"])
 def test_the_builder_issues_the_schedule_in_its_order_for_every_parity_plan(name):
     graph = _model(name)
     plans, _ = _plans(graph)
