@@ -188,12 +188,14 @@ class _Scope:
 
 @dataclass
 class TrainStep:
-    """What ``Optimizer.minimize`` recorded: the loss, the variables and the optimizer."""
+    """What ``Optimizer.minimize`` recorded: the loss, the variables and the optimizer;
+    ``counts_steps``: it adds one to the graph's global step (``minimize(global_step=...)``)."""
 
     name: str
     loss: Tensor
     var_list: tuple[Variable, ...]
     optimizer: Any
+    counts_steps: bool = False
 
 
 class Graph:
@@ -206,6 +208,7 @@ class Graph:
         self.operations: list[Operation] = []
         self.variables: dict[str, Variable] = {}
         self.train_steps: list[TrainStep] = []
+        self.global_step: Any = None   # tensoropt.schedules.GlobalStep, once created
         self.seed: int | None = None
         self._names: set[str] = set()
         self._name_counts: dict[str, int] = {}

@@ -32,6 +32,7 @@ from tensoropt.execution.step_report import StepReporter, report_step_from_env
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.plan import Plan
 from tensoropt.runtime import _runtime, find_strategy, mpirun_command, world
+from tensoropt.schedules import GlobalStep, LearningRateSchedule
 from tensoropt.validation import check_mapping, check_plan_argument
 
 __all__ = ["build_execution_graph", "run", "ExecutionState", "execution_state"]
@@ -209,6 +210,16 @@ def _assemble(fetches, values, sharding):
 def _map_fetches(fetches, lowered: Lowered):
     if isinstance(fetches, TrainStep):
         return lowered.train_ops[id(fetches)]
+    if isinstance(fetches, GlobalStep):
+        if lowered.global_step is None:
+            raise ValueError("run: the global step was created after build_execution_graph; create it "
+                             "(to.train.get_or_create_global_step()) before building")
+        return lowered.global_step
+    if isinstance(fetches, LearningRateSchedule):
+        if fetches not in lowered.learning_rates:
+            raise ValueError(f"run: the learning rate {fetches!r} is no optimizer's in the built graph; "
+                             "fetch the schedule an optimizer was given")
+        return lowered.learning_rates[fetches]
     if isinstance(fetches, Tensor):
         if fetches not in lowered.tensors:
             raise ValueError(f"run: {fetches!r} is not from the graph that was built")
@@ -217,7 +228,8 @@ def _map_fetches(fetches, lowered: Lowered):
         return {k: _map_fetches(v, lowered) for k, v in fetches.items()}
     if isinstance(fetches, (list, tuple)):
         return type(fetches)(_map_fetches(f, lowered) for f in fetches)
-    raise ValueError(f"run: cannot fetch {fetches!r}; fetch tensors, variables or training steps")
+    raise ValueError(f"run: cannot fetch {fetches!r}; fetch tensors, variables, training steps, the "
+                     "global step or a learning-rate schedule")
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,15 @@ import math
 from dataclasses import dataclass
 
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
+from tensoropt.schedules import (GlobalStep, LearningRateSchedule, cosine_decay, exponential_decay,
+                                 get_global_step, get_or_create_global_step, inverse_time_decay,
+                                 natural_exp_decay, piecewise_constant, polynomial_decay)
 from tensoropt.validation import check_learning_rate
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "RMSPropOptimizer", "AdagradOptimizer"]
+           "RMSPropOptimizer", "AdagradOptimizer", "get_or_create_global_step", "get_global_step",
+           "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
+           "cosine_decay", "piecewise_constant"]
 
 #: hyperparameters that are flags (True or False), not numbers
 _FLAGS = ("use_nesterov", "centered")
@@ -29,15 +34,16 @@ _FLAGS = ("use_nesterov", "centered")
 class Optimizer:
     """Base optimizer: its TensorFlow class name and hyperparameters."""
 
-    learning_rate: float
+    learning_rate: float | LearningRateSchedule
 
     tf_name = ""
     slots_per_variable = 0
 
     def __post_init__(self) -> None:
         # checked here, not at the first step deep in TensorFlow (a YAML '1e-3' is text)
-        object.__setattr__(self, "learning_rate",
-                           check_learning_rate(type(self).__name__, self.learning_rate))
+        if not isinstance(self.learning_rate, LearningRateSchedule):
+            object.__setattr__(self, "learning_rate",
+                               check_learning_rate(type(self).__name__, self.learning_rate))
         for name, value in self.hyperparameters().items():
             if name in _FLAGS and not isinstance(value, bool):
                 raise ValueError(f"{type(self).__name__}: {name}={value!r}; give True or False")
@@ -49,15 +55,24 @@ class Optimizer:
     def hyperparameters(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "name"}
 
-    def to_tensorflow(self, tf):
-        return getattr(tf.compat.v1.train, self.tf_name)(**self.hyperparameters())
+    def to_tensorflow(self, tf, learning_rate=None):
+        """TensorFlow's optimizer, at ``learning_rate`` (a tensor) when given. Otherwise a
+        schedule's rate is computed from the TensorFlow graph's global step (created there
+        if it has none), as when the profiler times one update alone."""
+        hyperparameters = self.hyperparameters()
+        if learning_rate is not None:
+            hyperparameters["learning_rate"] = learning_rate
+        elif isinstance(self.learning_rate, LearningRateSchedule):
+            step = tf.compat.v1.train.get_or_create_global_step()
+            hyperparameters["learning_rate"] = self.learning_rate.to_tensorflow(tf, step)
+        return getattr(tf.compat.v1.train, self.tf_name)(**hyperparameters)
 
     def minimize(self, loss, global_step=None, var_list=None, name=None) -> TrainStep:
         """Records a training step that minimizes the scalar ``loss``.
 
         Raises:
             ValueError: if ``loss`` is not a scalar float tensor, if ``global_step`` is
-                given, or if no trainable variable reaches the loss.
+                not the graph's global step, or if no trainable variable reaches the loss.
         """
         graph = get_default_graph()
         if not isinstance(loss, Tensor):
@@ -68,8 +83,10 @@ class Optimizer:
                 f"(shape ()). Reduce it first, e.g. tensoropt.reduce_mean({loss.op.name})")
         if not loss.dtype.is_floating:
             raise ValueError(f"minimize: loss {loss.name} has dtype {loss.dtype.name}; expected float32")
-        if global_step is not None:
-            raise ValueError("minimize: global_step is not supported; count steps in Python")
+        if global_step is not None and (not isinstance(global_step, GlobalStep)
+                                        or global_step is not get_global_step(graph)):
+            raise ValueError(f"minimize: global_step={global_step!r} is not this graph's global step; pass "
+                             "to.train.get_or_create_global_step() (the step adds one to it)")
         reachable = _variables_reaching(loss)
         if var_list is None:
             var_list = [v for v in graph.trainable_variables if v in reachable]
@@ -81,7 +98,7 @@ class Optimizer:
             raise ValueError(f"minimize: no trainable variable reaches the loss {loss.name}; "
                              "create variables with tensoropt.get_variable and use them in the model")
         step = TrainStep(name=graph.unique_name(name or self.tf_name.replace("Optimizer", "")),
-                         loss=loss, var_list=var_list, optimizer=self)
+                         loss=loss, var_list=var_list, optimizer=self, counts_steps=global_step is not None)
         graph.train_steps.append(step)
         return step
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from tensoropt import session
 from tensoropt.checkpoint.held import held_tensors
+from tensoropt.schedules import GlobalStep
 from tensoropt.validation import atomic_write_text
 from tensoropt.checkpoint.manifest import (MANIFEST, BlockRecord, CheckpointError, Manifest, ShardFiles,
                                            TensorRecord, read_region, shard_file)
@@ -46,6 +47,12 @@ __all__ = ["Saver", "latest_checkpoint", "INDEX"]
 
 INDEX = "checkpoint.json"
 GLOBAL_STEP = "global_step"
+
+
+def _saves_step(held) -> bool:
+    """Whether the graph's own global step (a variable named ``global_step``) is among the
+    tensors saved: then it is the checkpoint's ``global_step`` record."""
+    return any(h.name == GLOBAL_STEP for h in held)
 
 
 class _Solo:
@@ -109,16 +116,23 @@ class Saver:
         return state, comm, held_tensors(state.graph, state.lowered, state.sharding, self.var_list)
 
     # -- save ----------------------------------------------------------------------------
-    def save(self, save_path: str, global_step: Optional[int] = None) -> str:
+    def save(self, save_path: str, global_step=None) -> str:
         """Writes a checkpoint; returns its path (``save_path-global_step``).
+
+        ``global_step`` names the checkpoint: an int, or the graph's global step
+        (``to.train.get_or_create_global_step()``), whose value is read. The graph's global
+        step is saved and restored with the variables either way.
 
         Raises:
             CheckpointError: a rank could not write (every rank raises; nothing changed).
         """
+        state, comm, held = self._state("save")
+        if isinstance(global_step, GlobalStep):
+            global_step = int(session.run(global_step))
         if global_step is not None and (isinstance(global_step, bool) or
                                         not isinstance(global_step, (int, np.integer))):
-            raise ValueError(f"Saver.save: global_step must be an int, got {global_step!r}")
-        state, comm, held = self._state("save")
+            raise ValueError(f"Saver.save: global_step must be an int or to.train.get_or_create_global_step(), "
+                             f"got {global_step!r}")
         final = save_path if global_step is None else f"{save_path}-{int(global_step)}"
         tmp = comm.bcast(f"{final}.tmp-{uuid.uuid4().hex[:12]}" if state.rank == 0 else None)
         mine = [h for h in held if h.first_holder(state.rank, state.size)]
@@ -127,7 +141,7 @@ class Saver:
             os.makedirs(tmp, exist_ok=True)
             values = state.session.run([h.variable for h in mine])
             blocks = {f"t{i}": v for i, v in enumerate(values)}
-            if state.rank == 0 and global_step is not None:
+            if state.rank == 0 and global_step is not None and not _saves_step(held):
                 blocks[GLOBAL_STEP] = np.array(int(global_step), dtype=np.int64)
             self._write_shard(os.path.join(tmp, shard_file(state.rank)), blocks)
         except OSError as e:
@@ -167,7 +181,7 @@ class Saver:
                     blocks.append(BlockRecord(shard_file(r), keys[r, id(h)], tuple(s.start for s in region),
                                               tuple(s.stop for s in region)))
             records.append(TensorRecord(h.name, h.shape, h.dtype, tuple(blocks)))
-        if global_step is not None:
+        if global_step is not None and not _saves_step(held):
             records.append(TensorRecord(GLOBAL_STEP, (), "int64",
                                         (BlockRecord(shard_file(0), GLOBAL_STEP, (), ()),)))
         manifest = Manifest(None if global_step is None else int(global_step), size, tuple(records))

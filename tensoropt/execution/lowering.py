@@ -19,6 +19,7 @@ from typing import Any
 
 from tensoropt.graph import Graph, Operation, Tensor, TrainStep
 from tensoropt.ops.registry import LoweringContext
+from tensoropt.schedules import LearningRateSchedule
 
 __all__ = ["Lowered", "lower_graph", "whole_tensor_context"]
 
@@ -32,6 +33,8 @@ class Lowered:
     variables: dict[Tensor, Any] = field(default_factory=dict)
     train_ops: dict[int, Any] = field(default_factory=dict)  # id(TrainStep) -> tf op
     init_op: Any = None
+    global_step: Any = None     # the int64 tf.Variable of the graph's GlobalStep, if it has one
+    learning_rates: dict = field(default_factory=dict)   # LearningRateSchedule -> its tf tensor
 
     def initialize(self, session) -> None:
         """Initializes every variable (parameters and optimizer slots), one
@@ -81,6 +84,8 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
                 lowered.variables[op.outputs[0]] = outputs[0]
         if sharding is not None:
             sharding.begin_gradients()
+        if graph.global_step is not None:   # whole on every rank, as every rank counts alike
+            lowered.global_step = tf.compat.v1.train.get_or_create_global_step()
         for step in graph.train_steps:
             lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered, wrap_optimizer)
         if sharding is not None:
@@ -92,14 +97,19 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
 def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None):
     """``optimizer.minimize``, with the gradient of every variable that only embedding
     lookups read given as the rows where it is non-zero (``_nonzero_rows``)."""
-    optimizer = step.optimizer.to_tensorflow(tf)
+    rate = step.optimizer.learning_rate
+    if isinstance(rate, LearningRateSchedule):   # one tensor per schedule, fetchable by to.run
+        if rate not in lowered.learning_rates:
+            lowered.learning_rates[rate] = rate.to_tensorflow(tf, lowered.global_step)
+        rate = lowered.learning_rates[rate]
+    optimizer = step.optimizer.to_tensorflow(tf, learning_rate=rate)
     if wrap_optimizer is not None:
         optimizer = wrap_optimizer(optimizer)
     var_list = [lowered.variables[v] for v in step.var_list]
     row_sparse = {lowered.variables[v] for v in step.var_list if _only_looked_up(v)}
     grads = optimizer.compute_gradients(lowered.tensors[step.loss], var_list=var_list)
     grads = [(_nonzero_rows(tf, g) if g is not None and v in row_sparse else g, v) for g, v in grads]
-    return optimizer.apply_gradients(grads)
+    return optimizer.apply_gradients(grads, global_step=lowered.global_step if step.counts_steps else None)
 
 
 def _only_looked_up(variable) -> bool:

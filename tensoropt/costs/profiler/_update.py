@@ -27,10 +27,11 @@ __all__ = ["update_key", "measure_update"]
 
 
 def update_key(optimizer, elements: int, dtype: str) -> str:
-    """The cache key (after the machine's) of ``optimizer``'s update of ``elements``."""
+    """The cache key (after the machine's) of ``optimizer``'s update of ``elements`` (a
+    learning-rate schedule by its ``repr``, which names its function and arguments)."""
     return json.dumps({"kind": "update", "optimizer": type(optimizer).__name__,
                        "hyperparameters": optimizer.hyperparameters(), "elements": int(elements),
-                       "dtype": dtype}, sort_keys=True, separators=(",", ":"))
+                       "dtype": dtype}, sort_keys=True, separators=(",", ":"), default=repr)
 
 
 def measure_update(profiler, optimizer, elements: int, dtype: str = "float32") -> float:
