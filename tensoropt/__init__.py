@@ -32,7 +32,8 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
                                     random_uniform_initializer, truncated_normal_initializer,
                                     variance_scaling_initializer, zeros_initializer)
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
-from tensoropt.ops.composite_ops import expand_dims, squeeze
+from tensoropt.clipping import clip_by_global_norm
+from tensoropt.ops.composite_ops import clip_by_value, expand_dims, squeeze
 from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
                                     minimum, multiply, negative, pow, reduce_mean, reduce_sum, rsqrt,
                                     sigmoid, sqrt, square, squared_difference, subtract, tanh)
@@ -70,6 +71,7 @@ __all__ = [
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze",
+    "clip_by_value", "clip_by_global_norm",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

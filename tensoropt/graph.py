@@ -188,14 +188,19 @@ class _Scope:
 
 @dataclass
 class TrainStep:
-    """What ``Optimizer.minimize`` recorded: the loss, the variables and the optimizer;
-    ``counts_steps``: it adds one to the graph's global step (``minimize(global_step=...)``)."""
+    """What ``Optimizer.minimize`` (or ``apply_gradients``) recorded: the loss, the
+    variables and the optimizer; ``counts_steps``: it adds one to the graph's global step
+    (``global_step=...``); ``clips``: what is done to every gradient before the update, in
+    order (``tensoropt.clipping.Clip``), and ``global_norm`` the norm a global-norm clip
+    computes."""
 
     name: str
     loss: Tensor
     var_list: tuple[Variable, ...]
     optimizer: Any
     counts_steps: bool = False
+    clips: tuple = ()
+    global_norm: Any = None
 
 
 class Graph:

@@ -32,6 +32,7 @@ from tensoropt.execution.step_report import StepReporter, report_step_from_env
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.plan import Plan
 from tensoropt.runtime import _runtime, find_strategy, mpirun_command, world
+from tensoropt.clipping import GlobalNorm
 from tensoropt.schedules import GlobalStep, LearningRateSchedule
 from tensoropt.validation import check_mapping, check_plan_argument
 
@@ -215,6 +216,11 @@ def _map_fetches(fetches, lowered: Lowered):
             raise ValueError("run: the global step was created after build_execution_graph; create it "
                              "(to.train.get_or_create_global_step()) before building")
         return lowered.global_step
+    if isinstance(fetches, GlobalNorm):
+        if fetches not in lowered.global_norms:
+            raise ValueError(f"run: {fetches!r} belongs to no training step of the built graph; fetch the "
+                             "norm of gradients an apply_gradients step applies")
+        return lowered.global_norms[fetches]
     if isinstance(fetches, LearningRateSchedule):
         if fetches not in lowered.learning_rates:
             raise ValueError(f"run: the learning rate {fetches!r} is no optimizer's in the built graph; "
@@ -229,7 +235,7 @@ def _map_fetches(fetches, lowered: Lowered):
     if isinstance(fetches, (list, tuple)):
         return type(fetches)(_map_fetches(f, lowered) for f in fetches)
     raise ValueError(f"run: cannot fetch {fetches!r}; fetch tensors, variables, training steps, the "
-                     "global step or a learning-rate schedule")
+                     "global step, a learning-rate schedule or a global norm")
 
 
 @dataclass(frozen=True)

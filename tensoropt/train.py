@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tensoropt.clipping import Gradient
 from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
 from tensoropt.schedules import (GlobalStep, LearningRateSchedule, cosine_decay, exponential_decay,
                                  get_global_step, get_or_create_global_step, inverse_time_decay,
@@ -74,33 +75,99 @@ class Optimizer:
             ValueError: if ``loss`` is not a scalar float tensor, if ``global_step`` is
                 not the graph's global step, or if no trainable variable reaches the loss.
         """
+        var_list = _var_list("minimize", loss, var_list)
+        return self._record("minimize", loss, var_list, global_step, name)
+
+    def compute_gradients(self, loss, var_list=None, **unused) -> list:
+        """``[(gradient, variable)]`` for ``var_list`` (default: every trainable variable),
+        as ``tf.compat.v1.train.Optimizer.compute_gradients``: a gradient is a
+        ``tensoropt.clipping.Gradient`` to clip or pass to ``apply_gradients`` (None for a
+        variable the loss does not reach). TensorOpt builds the backward pass itself, so
+        ``gate_gradients`` and the like are ignored.
+
+        Raises:
+            ValueError: as ``minimize``.
+        """
+        reachable = _variables_reaching(_check_loss("compute_gradients", loss))
+        variables = _var_list("compute_gradients", loss, var_list or get_default_graph().trainable_variables)
+        if not any(v in reachable for v in variables):
+            raise ValueError(f"compute_gradients: no variable of var_list reaches the loss {loss.name}")
+        return [(Gradient(v, loss) if v in reachable else None, v) for v in variables]
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> TrainStep:
+        """Records the training step that applies ``compute_gradients``' gradients, clipped
+        or not (``tensoropt.clipping``); pairs whose gradient is None are left out.
+
+        Raises:
+            ValueError: for a pair that is not (gradient, its variable), gradients of
+                several losses, gradients not clipped alike, a global norm that covers
+                other gradients than those applied, or a bad ``global_step``.
+        """
+        f = "apply_gradients"
+        pairs = [tuple(p) if isinstance(p, (tuple, list)) else p for p in grads_and_vars]
+        for p in pairs:
+            if not (isinstance(p, tuple) and len(p) == 2 and (p[0] is None or isinstance(p[0], Gradient))):
+                raise ValueError(f"{f}: {p!r} is not a (gradient, variable) pair; pass the pairs "
+                                 "optimizer.compute_gradients(loss) returned, clipped or not")
+            if p[0] is not None and p[0].variable is not p[1]:
+                raise ValueError(f"{f}: the gradient {p[0]!r} is paired with {p[1].op.name!r}; keep each "
+                                 "gradient with its own variable")
+        used = [g for g, _ in pairs if g is not None]
+        if not used:
+            raise ValueError(f"{f}: no gradient is provided for any variable")
+        loss = used[0].loss
+        if any(g.loss is not loss for g in used):
+            raise ValueError(f"{f}: the gradients are of several losses; apply one loss's gradients per step")
+        if any(g.clips != used[0].clips or g.norm is not used[0].norm for g in used):
+            raise ValueError(f"{f}: the gradients are clipped differently ({used[0].clips} and others); "
+                             "TensorOpt clips every gradient of a step alike")
+        norm = used[0].norm
+        if sum(c.kind == "global_norm" for c in used[0].clips) > 1:
+            raise ValueError(f"{f}: the gradients were clipped by clip_by_global_norm twice; clip once")
+        if norm is not None and {id(v) for v in norm.variables} != {id(g.variable) for g in used}:
+            raise ValueError(f"{f}: clip_by_global_norm took the norm of {len(norm.variables)} gradients, but "
+                             f"{len(used)} are applied; clip exactly the gradients you apply")
+        return self._record(f, loss, tuple(g.variable for g in used), global_step, name,
+                            clips=used[0].clips, global_norm=norm)
+
+    def _record(self, where, loss, var_list, global_step, name, clips=(), global_norm=None) -> TrainStep:
         graph = get_default_graph()
-        if not isinstance(loss, Tensor):
-            raise ValueError(f"minimize: loss must be a tensoropt Tensor, got {type(loss).__name__}")
-        if tuple(loss.shape) != ():
-            raise ValueError(
-                f"minimize: loss {loss.name} has shape {tuple(loss.shape)}; expected a scalar "
-                f"(shape ()). Reduce it first, e.g. tensoropt.reduce_mean({loss.op.name})")
-        if not loss.dtype.is_floating:
-            raise ValueError(f"minimize: loss {loss.name} has dtype {loss.dtype.name}; expected float32")
         if global_step is not None and (not isinstance(global_step, GlobalStep)
                                         or global_step is not get_global_step(graph)):
-            raise ValueError(f"minimize: global_step={global_step!r} is not this graph's global step; pass "
+            raise ValueError(f"{where}: global_step={global_step!r} is not this graph's global step; pass "
                              "to.train.get_or_create_global_step() (the step adds one to it)")
-        reachable = _variables_reaching(loss)
-        if var_list is None:
-            var_list = [v for v in graph.trainable_variables if v in reachable]
-        var_list = tuple(var_list)
-        for v in var_list:
-            if not isinstance(v, Variable):
-                raise ValueError(f"minimize: var_list holds {v!r}, which is not a variable")
-        if not var_list:
-            raise ValueError(f"minimize: no trainable variable reaches the loss {loss.name}; "
-                             "create variables with tensoropt.get_variable and use them in the model")
         step = TrainStep(name=graph.unique_name(name or self.tf_name.replace("Optimizer", "")),
-                         loss=loss, var_list=var_list, optimizer=self, counts_steps=global_step is not None)
+                         loss=loss, var_list=var_list, optimizer=self, counts_steps=global_step is not None,
+                         clips=tuple(clips), global_norm=global_norm)
         graph.train_steps.append(step)
         return step
+
+
+def _check_loss(where: str, loss) -> Tensor:
+    if not isinstance(loss, Tensor):
+        raise ValueError(f"{where}: loss must be a tensoropt Tensor, got {type(loss).__name__}")
+    if tuple(loss.shape) != ():
+        raise ValueError(
+            f"{where}: loss {loss.name} has shape {tuple(loss.shape)}; expected a scalar "
+            f"(shape ()). Reduce it first, e.g. tensoropt.reduce_mean({loss.op.name})")
+    if not loss.dtype.is_floating:
+        raise ValueError(f"{where}: loss {loss.name} has dtype {loss.dtype.name}; expected float32")
+    return loss
+
+
+def _var_list(where: str, loss, var_list) -> tuple:
+    """``var_list`` checked (default: the trainable variables that reach ``loss``)."""
+    reachable = _variables_reaching(_check_loss(where, loss))
+    if var_list is None:
+        var_list = [v for v in get_default_graph().trainable_variables if v in reachable]
+    var_list = tuple(var_list)
+    for v in var_list:
+        if not isinstance(v, Variable):
+            raise ValueError(f"{where}: var_list holds {v!r}, which is not a variable")
+    if not var_list:
+        raise ValueError(f"{where}: no trainable variable reaches the loss {loss.name}; "
+                         "create variables with tensoropt.get_variable and use them in the model")
+    return var_list
 
 
 def _variables_reaching(tensor: Tensor) -> set:

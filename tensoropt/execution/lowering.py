@@ -19,6 +19,7 @@ from typing import Any
 
 from tensoropt.graph import Graph, Operation, Tensor, TrainStep
 from tensoropt.ops.registry import LoweringContext
+from tensoropt.execution.clipping import clip_gradients
 from tensoropt.schedules import LearningRateSchedule
 
 __all__ = ["Lowered", "lower_graph", "whole_tensor_context"]
@@ -35,6 +36,7 @@ class Lowered:
     init_op: Any = None
     global_step: Any = None     # the int64 tf.Variable of the graph's GlobalStep, if it has one
     learning_rates: dict = field(default_factory=dict)   # LearningRateSchedule -> its tf tensor
+    global_norms: dict = field(default_factory=dict)     # clipping.GlobalNorm -> its tf tensor
 
     def initialize(self, session) -> None:
         """Initializes every variable (parameters and optimizer slots), one
@@ -87,14 +89,14 @@ def lower_graph(graph: Graph, tf, sharding=None, wrap_optimizer=None) -> Lowered
         if graph.global_step is not None:   # whole on every rank, as every rank counts alike
             lowered.global_step = tf.compat.v1.train.get_or_create_global_step()
         for step in graph.train_steps:
-            lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered, wrap_optimizer)
+            lowered.train_ops[id(step)] = _lower_train_step(tf, step, lowered, wrap_optimizer, sharding)
         if sharding is not None:
             sharding.finish()
         lowered.init_op = tf.compat.v1.global_variables_initializer()
     return lowered
 
 
-def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None):
+def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None, sharding=None):
     """``optimizer.minimize``, with the gradient of every variable that only embedding
     lookups read given as the rows where it is non-zero (``_nonzero_rows``)."""
     rate = step.optimizer.learning_rate
@@ -109,6 +111,10 @@ def _lower_train_step(tf, step: TrainStep, lowered: Lowered, wrap_optimizer=None
     row_sparse = {lowered.variables[v] for v in step.var_list if _only_looked_up(v)}
     grads = optimizer.compute_gradients(lowered.tensors[step.loss], var_list=var_list)
     grads = [(_nonzero_rows(tf, g) if g is not None and v in row_sparse else g, v) for g, v in grads]
+    if step.clips:
+        grads, norm = clip_gradients(tf, step, grads, sharding)
+        if norm is not None:
+            lowered.global_norms[step.global_norm] = norm
     return optimizer.apply_gradients(grads, global_step=lowered.global_step if step.counts_steps else None)
 
 

@@ -195,6 +195,7 @@ def collective_schedule(graph, plan) -> list[CollectiveCall]:
                                          op.inputs[i], "backward")
         backward[op] = calls
     out = forward + [c for op in reversed(graph.operations) for c in backward.get(op, ())]
+    out += global_norm_calls(graph, plan)
     names = [c.name for c in out]
     if len(set(names)) != len(names):
         seen = set()
@@ -202,6 +203,16 @@ def collective_schedule(graph, plan) -> list[CollectiveCall]:
         raise ValueError(f"two collectives are named {dup!r}: op names of the graph collide once "
                          "characters outside [A-Za-z0-9_.-/] become '_'; rename the ops")
     return out
+
+
+def global_norm_calls(graph, plan) -> list[CollectiveCall]:
+    """The all-reduce of a global-norm clip's sum of squares (a float32 scalar) over every
+    rank, after the backward's collectives; none on one device."""
+    if plan.parallelism == 1:
+        return []
+    return [CollectiveCall("allreduce", collective_name("allreduce", f"{step.name}/global_norm"),
+                           (plan.parallelism,), None, 4, "backward")
+            for step in graph.train_steps if step.global_norm is not None]
 
 
 def check_plan_for_graph(graph, plan) -> None:

@@ -7,7 +7,9 @@ open to it), and computes what TensorFlow's function computes:
 - ``nn.l2_normalize(x, axis, epsilon)``: ``x * rsqrt(max(sum(x ** 2, axis), epsilon))``;
 - ``nn.sigmoid_cross_entropy_with_logits(labels, logits)``: TensorFlow's stable form,
   ``relu(x) - x * z + softplus(-|x|)``;
-- ``expand_dims`` and ``squeeze``: a reshape.
+- ``expand_dims`` and ``squeeze``: a reshape;
+- ``clip_by_value(t, lo, hi)``: ``minimum(maximum(t, lo), hi)`` (of a gradient from
+  ``compute_gradients``: that gradient clipped, ``tensoropt.clipping``).
 
 Usage::
 
@@ -17,13 +19,16 @@ Usage::
 
 from __future__ import annotations
 
+from tensoropt.clipping import Gradient, gradient_clip_by_value
 from tensoropt.graph import Tensor
 from tensoropt.ops._common import tf1_alias
 from tensoropt.ops.array_ops import reshape
-from tensoropt.ops.math_ops import abs, add, maximum, multiply, negative, reduce_sum, rsqrt, square, subtract
+from tensoropt.ops.math_ops import (abs, add, maximum, minimum, multiply, negative, reduce_sum, rsqrt,
+                                    square, subtract)
 from tensoropt.ops.nn_ops import relu, softplus
 
-__all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expand_dims", "squeeze"]
+__all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expand_dims", "squeeze",
+           "clip_by_value"]
 
 
 def _tensor(kind: str, x) -> Tensor:
@@ -98,3 +103,18 @@ def _axis_of(x: Tensor, axis) -> int:
     if isinstance(axis, bool) or not isinstance(axis, int) or not -x.shape.rank <= axis < x.shape.rank:
         raise ValueError(f"squeeze: axis {axis!r} is not an axis of {x.name} of shape {tuple(x.shape)}")
     return axis % x.shape.rank
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """``t`` with every element held to [min, max], as ``tf.clip_by_value``: a tensor, or a
+    gradient from ``optimizer.compute_gradients`` (clipped before its update)."""
+    if isinstance(t, Gradient):
+        return gradient_clip_by_value(t, clip_value_min, clip_value_max)
+    x = _tensor("clip_by_value", t)
+    low, high = clip_value_min, clip_value_max
+    for label, value in (("clip_value_min", low), ("clip_value_max", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"clip_by_value: {label}={value!r}; give a Python number")
+    if low > high:
+        raise ValueError(f"clip_by_value: clip_value_min={low!r} is above clip_value_max={high!r}")
+    return minimum(maximum(x, float(low)), float(high), name=name)

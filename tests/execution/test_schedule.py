@@ -38,8 +38,8 @@ PARITY = _parity_models()
 
 
 def _model(name):
-    loss, *_ = PARITY.MODELS[name]()
-    to.train.AdamOptimizer(0.01).minimize(loss)
+    loss, _, *extra = PARITY.MODELS[name]()
+    PARITY.training_step(loss, extra)
     return to.get_default_graph()
 
 

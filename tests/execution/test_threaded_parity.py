@@ -25,8 +25,8 @@ STEPS = 2
 
 def _model(name):
     to.reset_default_graph()
-    loss, make_feed, *optimizer = PARITY.MODELS[name]()
-    train_op = (optimizer[0] if optimizer else to.train.AdamOptimizer(0.01)).minimize(loss)
+    loss, make_feed, *extra = PARITY.MODELS[name]()
+    train_op = PARITY.training_step(loss, extra)
     graph = to.get_default_graph()
     rng = np.random.default_rng(0)
     return graph, loss, train_op, [make_feed(rng) for _ in range(STEPS)]

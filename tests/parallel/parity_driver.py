@@ -142,8 +142,9 @@ def lstm():
 
 def activations():
     """The activations, losses and shape functions beyond the core set, trained by centered
-    RMSProp with momentum: sums over split dims (``l2_normalize``, ``l2_loss``), reshapes of
-    split tensors (``expand_dims``, ``squeeze``) and elementwise ops under every split."""
+    RMSProp with momentum on gradients clipped by value and by global norm: sums over split
+    dims (``l2_normalize``, ``l2_loss``, the global norm), reshapes of split tensors
+    (``expand_dims``, ``squeeze``) and elementwise ops under every split."""
     x = to.placeholder(to.float32, [8, 12], name="x")
     y = to.placeholder(to.float32, [8, 4], name="y")
     w0 = to.get_variable("fc0/w", [12, 16], initializer=to.glorot_uniform_initializer(seed=1))
@@ -162,7 +163,22 @@ def activations():
     def feed(rng):
         return {x: rng.normal(size=(8, 12)).astype(np.float32), y: rng.uniform(0, 1, (8, 4)).astype(np.float32)}
 
-    return loss, feed, to.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True)
+    def train(loss):   # both clips, the global norm's active (the norm is about 10x clip_norm)
+        optimizer = to.train.RMSPropOptimizer(0.01, momentum=0.5, centered=True)
+        grads, variables = zip(*optimizer.compute_gradients(loss))
+        grads, _ = to.clip_by_global_norm([to.clip_by_value(g, -0.5, 0.5) for g in grads], CLIP_NORM)
+        return optimizer.apply_gradients(zip(grads, variables))
+
+    return loss, feed, train
+
+
+CLIP_NORM = 0.02
+
+
+def training_step(loss, extra):
+    """The model's own training step (``extra``: what its function returned after the
+    feed), else Adam's."""
+    return extra[0](loss) if extra else to.train.AdamOptimizer(0.01).minimize(loss)
 
 
 MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "lstm": lstm, "activations": activations}
@@ -260,8 +276,8 @@ def main(out_path, names, summary=False, baselines=False):
     results = []
     for name in names:
         to.reset_default_graph()
-        loss, make_feed, *optimizer = MODELS[name]()
-        train_op = (optimizer[0] if optimizer else to.train.AdamOptimizer(0.01)).minimize(loss)
+        loss, make_feed, *extra = MODELS[name]()
+        train_op = training_step(loss, extra)
         graph = to.get_default_graph()
         rng = np.random.default_rng(0)
         feeds = [make_feed(rng) for _ in range(STEPS)]

@@ -32,8 +32,8 @@ def cluster(devices: int, per_machine: int | None = None) -> Cluster:
 def parity_graph(name: str):
     """A parity model of the execution tests, with an Adam training step."""
     to.reset_default_graph()
-    loss, *_ = PARITY.MODELS[name]()
-    to.train.AdamOptimizer(0.01).minimize(loss)
+    loss, _, *extra = PARITY.MODELS[name]()
+    PARITY.training_step(loss, extra)
     return to.get_default_graph()
 
 
