@@ -37,9 +37,16 @@ def _check_shape(kind: str, name: str, shape) -> tuple[int, ...]:
                              f"{type(d).__name__}; every dimension must be an int (as in TensorFlow), "
                              "e.g. [256, 784]")
     dims = tuple(None if d is None else int(d) for d in dims)
-    if any(d is None or d <= 0 for d in dims):
-        raise ValueError(f"{kind} '{name}': shape {tuple(shape)} has a dimension <= 0 or unknown; "
-                         "TensorOpt needs every dimension known and positive")
+    unknown = [i for i, d in enumerate(dims) if d is None]
+    if unknown:
+        example = [256 if d is None else d for d in dims]
+        raise ValueError(f"{kind} '{name}': shape {list(dims)} leaves dimension {unknown[0]} unknown (None); "
+                         "TensorOpt plans for fixed shapes, so give its size, e.g. "
+                         f"{example} (the batch size: every step feeds a whole batch, which the plan "
+                         "may split across ranks)")
+    if any(d <= 0 for d in dims):
+        raise ValueError(f"{kind} '{name}': shape {list(dims)} has a dimension <= 0; every dimension "
+                         "must be positive")
     return dims
 
 

@@ -62,8 +62,11 @@ def test_unknown_dtype_raises():
 def test_unknown_shape_raises():
     with pytest.raises(ValueError, match=r"shape is None.*batch size"):
         to.placeholder(to.float32, None, name="x")
-    with pytest.raises(ValueError, match=r"dimension <= 0 or unknown"):
+    with pytest.raises(ValueError, match=r"dimension <= 0; every dimension must be positive"):
         to.placeholder(to.float32, [0, 3], name="x")
+    with pytest.raises(ValueError, match=r"\[None, 32, 3\] leaves dimension 0 unknown \(None\).*give its size, "
+                                         r"e.g. \[256, 32, 3\] \(the batch size"):
+        to.placeholder(to.float32, [None, 32, 3], name="images")
 
 
 def test_unknown_op_kind_raises_listing_known_kinds():
