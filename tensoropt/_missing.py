@@ -21,8 +21,12 @@ INSTEAD = {
     "layers": "a dense layer is to.matmul(x, to.get_variable(...)) then to.nn.bias_add; "
               "to.contrib.layers.layer_norm is there",
     "dense": "a dense layer is to.matmul(x, to.get_variable(...)) then to.nn.bias_add",
-    "losses": "write the loss from ops, e.g. to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
-              "labels=y, logits=logits))",
+    "softmax_cross_entropy": "write the loss from ops, e.g. to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
+                             "labels=y, logits=logits))",
+    "sparse_softmax_cross_entropy": "to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
+                                    "labels=y, logits=logits))",
+    "mean_squared_error": "to.reduce_mean(to.squared_difference(predictions, labels))",
+    "sigmoid_cross_entropy": "to.reduce_mean(to.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))",
     "Session": "there is no session: to.build_execution_graph(plan=...) builds and initializes, to.run(...) runs",
     "InteractiveSession": "there is no session: to.build_execution_graph(plan=...) then to.run(...)",
     "global_variables_initializer": "variables are initialized by to.build_execution_graph (or restored by "

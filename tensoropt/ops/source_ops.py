@@ -113,6 +113,7 @@ def get_variable(name: str, shape=None, dtype=float32, initializer: Initializer 
     """
     graph = get_default_graph()
     full_name = graph._scope_prefix() + name
+    _check_unused(full_name, unused)
     reuse = graph.current_reuse()
     if full_name in graph.variables:
         existing = graph.variables[full_name]
@@ -127,19 +128,56 @@ def get_variable(name: str, shape=None, dtype=float32, initializer: Initializer 
     if reuse is True:
         raise ValueError(f"Variable {full_name} does not exist, or was not created with "
                          "get_variable(). Did you mean to set reuse=tensoropt.AUTO_REUSE?")
-    dtype = as_dtype(dtype)
-    shape = _check_shape("get_variable", full_name, shape)
     if initializer is None:
         initializer = glorot_uniform_initializer()
+    var = new_variable("get_variable", full_name, shape, dtype, initializer, trainable)
+    if regularizer is not None:
+        if not callable(regularizer):
+            raise ValueError(f"get_variable '{full_name}': regularizer {regularizer!r} is not callable; give "
+                             "a function of the variable, e.g. to.contrib.layers.l2_regularizer(1e-4)")
+        penalty = regularizer(var)
+        if penalty is not None:
+            from tensoropt.graph_collections import GraphKeys, add_to_collection  # noqa: PLC0415
+            add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
+    return var
+
+
+def new_variable(where: str, full_name: str, shape, dtype, initializer: Initializer, trainable: bool) -> Variable:
+    """Records a new variable named ``full_name`` (scope included) in the default graph.
+
+    Raises:
+        ValueError: for a bad shape or dtype, an initializer that is not TensorOpt's, or a
+            name another op took.
+    """
+    graph = get_default_graph()
+    dtype = as_dtype(dtype)
+    shape = _check_shape(where, full_name, shape)
     if not isinstance(initializer, Initializer):
-        raise ValueError(f"get_variable '{full_name}': initializer {initializer!r} is not a "
+        raise ValueError(f"{where} '{full_name}': initializer {initializer!r} is not a "
                          "tensoropt initializer; use e.g. tensoropt.glorot_uniform_initializer()")
     op = graph.create_op("variable", [], {"shape": shape, "dtype": dtype,
                                           "initializer": initializer, "trainable": bool(trainable)},
                          name=full_name, scoped=False)
     if op.name != full_name:  # an op (not a variable) already took the name
-        raise ValueError(f"get_variable: the name {full_name!r} is taken by another op; "
+        raise ValueError(f"{where}: the name {full_name!r} is taken by another op; "
                          "choose another variable name or scope")
     var = op.outputs[0]
     graph.variables[full_name] = var
     return var
+
+
+#: get_variable arguments of TensorFlow's that change nothing here, and those accepted only
+#: at their default (any other value is refused, naming it)
+_IGNORED = ("use_resource", "validate_shape", "caching_device", "collections", "synchronization",
+            "aggregation")
+_DEFAULT_ONLY = ("partitioner", "constraint", "custom_getter")
+
+
+def _check_unused(name: str, unused: dict) -> None:
+    for key, value in unused.items():
+        if key in _IGNORED or (key in _DEFAULT_ONLY and value is None):
+            continue
+        if key in _DEFAULT_ONLY:
+            raise ValueError(f"get_variable '{name}': {key}={value!r} is not supported; leave it None "
+                             "(TensorOpt's plan decides how a variable is split)")
+        raise ValueError(f"get_variable '{name}': unknown argument {key}={value!r}")
