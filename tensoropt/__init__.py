@@ -21,9 +21,9 @@ adding three calls::
 plan beside the chosen plan), the same on every rank.
 """
 
-from tensoropt import contrib, nn, ops, train
+from tensoropt import contrib, losses, nn, ops, train
 from tensoropt._version import __version__
-from tensoropt.dtypes import DType, as_dtype, float32, int32
+from tensoropt.dtypes import DType, as_dtype, float32, int32, int64
 from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
                              get_default_graph, name_scope, reset_default_graph, variable_scope)
 from tensoropt.initializers import (constant_initializer, glorot_normal_initializer,
@@ -33,7 +33,11 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
                                     variance_scaling_initializer, zeros_initializer)
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
 from tensoropt.clipping import clip_by_global_norm
-from tensoropt.ops.composite_ops import clip_by_value, expand_dims, squeeze
+from tensoropt.initial_values import random_normal, random_uniform, truncated_normal
+from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_collection, global_variables,
+                                         trainable_variables)
+from tensoropt.ops.composite_ops import (clip_by_value, constant, expand_dims, ones_like, squeeze, stack,
+                                         unstack, zeros_like)
 from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
                                     minimum, multiply, negative, pow, reduce_mean, reduce_sum, rsqrt,
                                     sigmoid, sqrt, square, squared_difference, subtract, tanh)
@@ -51,7 +55,7 @@ train.Saver, train.latest_checkpoint = checkpoint.Saver, checkpoint.latest_check
 
 __all__ = [
     # modules
-    "nn", "train", "contrib", "ops", "checkpoint",
+    "nn", "train", "contrib", "ops", "checkpoint", "losses",
     # runtime
     "init", "find_strategy", "search_strategy", "build_execution_graph", "run", "set_random_seed", "World",
     "input_slice",
@@ -60,9 +64,11 @@ __all__ = [
     "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",
     "reset_default_graph", "name_scope", "variable_scope", "AUTO_REUSE",
     # dtypes
-    "DType", "as_dtype", "float32", "int32",
+    "DType", "as_dtype", "float32", "int32", "int64",
+    # collections
+    "GraphKeys", "add_to_collection", "get_collection", "trainable_variables", "global_variables",
     # sources and initializers
-    "placeholder", "get_variable", "zeros", "ones", "fill",
+    "placeholder", "get_variable", "zeros", "ones", "fill", "truncated_normal", "random_normal", "random_uniform",
     "zeros_initializer", "ones_initializer", "constant_initializer", "random_normal_initializer",
     "truncated_normal_initializer", "random_uniform_initializer", "glorot_uniform_initializer",
     "glorot_normal_initializer", "variance_scaling_initializer", "he_normal", "he_uniform",
@@ -71,7 +77,7 @@ __all__ = [
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze",
-    "clip_by_value", "clip_by_global_norm",
+    "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

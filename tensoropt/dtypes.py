@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DType", "float32", "int32", "as_dtype"]
+__all__ = ["DType", "float32", "int32", "int64", "as_dtype"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,12 @@ class DType:
 
 float32 = DType("float32", 4, True)
 int32 = DType("int32", 4, False)
+int64 = DType("int64", 8, False)
 
-_BY_NAME = {d.name: d for d in (float32, int32)}
+#: integer types an op may take as ids or labels
+INTEGERS = (int32, int64)
+
+_BY_NAME = {d.name: d for d in (float32, int32, int64)}
 
 
 def as_dtype(value: object) -> DType:
@@ -51,5 +55,5 @@ def as_dtype(value: object) -> DType:
         return _BY_NAME[name]
     raise ValueError(
         f"unsupported dtype {value!r}: TensorOpt supports {sorted(_BY_NAME)}; "
-        f"pass tensoropt.float32 or tensoropt.int32"
+        f"pass tensoropt.float32, tensoropt.int32 or tensoropt.int64"
     )

@@ -42,8 +42,22 @@ __all__ = [
 AUTO_REUSE = "auto_reuse"
 
 
+class Dimension(int):
+    """One dimension of a ``TensorShape``: an int with TensorFlow 1.x's ``.value``
+    (``x.get_shape()[1].value``)."""
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
 class TensorShape(tuple):
-    """A fully known shape: a tuple of ints with TensorFlow's ``as_list()``."""
+    """A fully known shape: a tuple of ints with TensorFlow's ``as_list()``; indexing
+    gives a ``Dimension``, slicing a ``TensorShape``."""
+
+    def __getitem__(self, index):
+        item = tuple.__getitem__(self, index)
+        return TensorShape(item) if isinstance(index, slice) else Dimension(item)
 
     def as_list(self) -> list[int]:
         return list(self)
@@ -119,7 +133,20 @@ class Tensor:
         )
 
 
-class Variable(Tensor):
+class _VariableType(type):
+    """Lets ``to.Variable(initial_value, ...)`` make a variable as ``tf.Variable`` does
+    (``tensoropt.initial_values.tf1_variable``, set as ``factory``); the recorder itself
+    constructs one from its ``variable`` op."""
+
+    factory: Any = None
+
+    def __call__(cls, *args, **kwargs):
+        if args and isinstance(args[0], Operation):
+            return super().__call__(*args, **kwargs)
+        return _VariableType.factory(*args, **kwargs)
+
+
+class Variable(Tensor, metaclass=_VariableType):
     """A trainable (or not) parameter: the output of a recorded ``variable`` op.
 
     Attributes:
@@ -214,6 +241,7 @@ class Graph:
         self.variables: dict[str, Variable] = {}
         self.train_steps: list[TrainStep] = []
         self.global_step: Any = None   # tensoropt.schedules.GlobalStep, once created
+        self.collections: dict[str, list] = {}   # name -> items (tensoropt.graph_collections)
         self.seed: int | None = None
         self._names: set[str] = set()
         self._name_counts: dict[str, int] = {}

@@ -7,7 +7,9 @@ open to it), and computes what TensorFlow's function computes:
 - ``nn.l2_normalize(x, axis, epsilon)``: ``x * rsqrt(max(sum(x ** 2, axis), epsilon))``;
 - ``nn.sigmoid_cross_entropy_with_logits(labels, logits)``: TensorFlow's stable form,
   ``relu(x) - x * z + softplus(-|x|)``;
-- ``expand_dims`` and ``squeeze``: a reshape;
+- ``expand_dims`` and ``squeeze``: a reshape; ``stack``: a concat of reshapes; ``unstack``:
+  a split then reshapes;
+- ``zeros_like``, ``ones_like`` and a scalar ``constant``: a fill;
 - ``clip_by_value(t, lo, hi)``: ``minimum(maximum(t, lo), hi)`` (of a gradient from
   ``compute_gradients``: that gradient clipped, ``tensoropt.clipping``).
 
@@ -22,13 +24,15 @@ from __future__ import annotations
 from tensoropt.clipping import Gradient, gradient_clip_by_value
 from tensoropt.graph import Tensor
 from tensoropt.ops._common import tf1_alias
-from tensoropt.ops.array_ops import reshape
+from tensoropt.dtypes import as_dtype, float32, int32
+from tensoropt.ops.array_ops import concat, reshape, split
+from tensoropt.ops.rnn_ops import fill
 from tensoropt.ops.math_ops import (abs, add, maximum, minimum, multiply, negative, reduce_sum, rsqrt,
                                     square, subtract)
 from tensoropt.ops.nn_ops import relu, softplus
 
 __all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expand_dims", "squeeze",
-           "clip_by_value"]
+           "clip_by_value", "stack", "unstack", "zeros_like", "ones_like", "constant"]
 
 
 def _tensor(kind: str, x) -> Tensor:
@@ -118,3 +122,55 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     if low > high:
         raise ValueError(f"clip_by_value: clip_value_min={low!r} is above clip_value_max={high!r}")
     return minimum(maximum(x, float(low)), float(high), name=name)
+
+
+def stack(values, axis=0, name="stack") -> Tensor:
+    """The tensors of ``values`` (one shape) stacked along a new dim ``axis`` (``tf.stack``)."""
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ValueError(f"stack: expected a non-empty list of tensors, got {values!r}")
+    shapes = {tuple(_tensor("stack", v).shape) for v in values}
+    if len(shapes) > 1:
+        raise ValueError(f"stack: the tensors' shapes differ: {sorted(shapes)}; stack needs one shape")
+    parts = [expand_dims(v, axis) for v in values]
+    return parts[0] if len(parts) == 1 else concat(parts, axis=parts[0].shape.rank + axis if axis < 0 else axis,
+                                                   name=name)
+
+
+def unstack(value, num=None, axis=0, name="unstack") -> list:
+    """``value`` cut along ``axis`` into its slices, that dim removed (``tf.unstack``)."""
+    x = _tensor("unstack", value)
+    axis = _axis_of(x, axis)
+    n = x.shape[axis]
+    if num is not None and num != n:
+        raise ValueError(f"unstack: num={num!r}, but {x.name} has {n} slices along axis {axis}")
+    parts = [x] if n == 1 else split(x, n, axis=axis, name=name)
+    return [squeeze(p, axis=[axis]) for p in parts]
+
+
+def zeros_like(tensor, dtype=None, name=None) -> Tensor:
+    x = _tensor("zeros_like", tensor)
+    dtype = as_dtype(dtype or x.dtype)
+    return fill(list(x.shape), 0.0 if dtype.is_floating else 0, name=name or "zeros_like", dtype=dtype)
+
+
+def ones_like(tensor, dtype=None, name=None) -> Tensor:
+    x = _tensor("ones_like", tensor)
+    dtype = as_dtype(dtype or x.dtype)
+    return fill(list(x.shape), 1.0 if dtype.is_floating else 1, name=name or "ones_like", dtype=dtype)
+
+
+def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
+    """A scalar ``value`` as a tensor of ``shape`` (default ``[]``), as ``tf.constant``.
+
+    An array value is refused: a plan splits tensors, and a graph holds no array data; feed
+    it through a placeholder, or hold it in a non-trainable variable made with
+    ``constant_initializer``."""
+    import numbers  # noqa: PLC0415
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Number):
+        raise ValueError(f"constant: value {type(value).__name__} is not a Python number; TensorOpt records "
+                         "scalar constants only. Feed an array through a placeholder, or keep it in "
+                         "to.get_variable(name, shape, initializer=to.constant_initializer(array), trainable=False)")
+    dtype = as_dtype(dtype) if dtype is not None else (int32 if isinstance(value, numbers.Integral) else float32)
+    value = float(value) if dtype.is_floating else int(value)
+    return fill(list(shape or []), value, name=name, dtype=dtype)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 
-from tensoropt.dtypes import float32, int32
+from tensoropt.dtypes import INTEGERS, float32
 from tensoropt.graph import Tensor, get_default_graph
 from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
@@ -205,8 +205,8 @@ class EmbeddingLookupDef(OpDef):
         params, ids = op.inputs
         if params.shape.rank != 2:
             raise op_error(op, f"params of rank {params.shape.rank}", "params of shape [vocab, dim]")
-        if ids.dtype != int32:
-            raise op_error(op, f"ids of dtype {ids.dtype.name}", "int32 ids")
+        if ids.dtype not in INTEGERS:
+            raise op_error(op, f"ids of dtype {ids.dtype.name}", "int32 or int64 ids")
         id_dims = tuple(f"i{j}" for j in range(ids.shape.rank))
         dims = {**dict(zip(id_dims, ids.shape)), "v": params.shape[0], "e": params.shape[1]}
         out_shape = tuple(ids.shape) + (params.shape[1],)
@@ -251,9 +251,9 @@ class CrossEntropyDef(OpDef):
                            "float32 logits of shape [batch, classes]")
         rows = tuple(logits.shape[:-1])
         if self.sparse:
-            if labels.dtype != int32 or tuple(labels.shape) != rows:
+            if labels.dtype not in INTEGERS or tuple(labels.shape) != rows:
                 raise op_error(op, f"labels {tuple(labels.shape)} {labels.dtype.name}",
-                               f"int32 labels of shape {rows}")
+                               f"int32 or int64 labels of shape {rows}")
         elif tuple(labels.shape) != tuple(logits.shape):
             raise op_error(op, f"labels {tuple(labels.shape)} vs logits {tuple(logits.shape)}",
                            "labels of the same shape as logits")

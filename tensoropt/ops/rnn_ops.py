@@ -52,8 +52,8 @@ class FillDef(OpDef):
         return [tf.fill(list(ctx.output_shapes[0]), tf.constant(op.attrs["value"], dtype))]
 
 
-def fill(dims, value, name=None):
-    dtype = float32 if isinstance(value, float) else as_dtype("int32")
+def fill(dims, value, name=None, dtype=None):
+    dtype = as_dtype(dtype) if dtype is not None else float32 if isinstance(value, float) else as_dtype("int32")
     return get_default_graph().create_op("fill", [], {"shape": tuple(dims), "value": value,
                                                       "dtype": dtype}, name=name).outputs[0]
 
