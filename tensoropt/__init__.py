@@ -23,7 +23,7 @@ plan beside the chosen plan), the same on every rank.
 
 from tensoropt import contrib, losses, nn, ops, train
 from tensoropt._version import __version__
-from tensoropt.dtypes import DType, as_dtype, float32, int32, int64
+from tensoropt.dtypes import DType, as_dtype, bool_ as bool, float32, int32, int64  # noqa: A004 - tf.bool
 from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
                              get_default_graph, name_scope, reset_default_graph, variable_scope)
 from tensoropt.initializers import (constant_initializer, glorot_normal_initializer,
@@ -32,6 +32,8 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
                                     random_uniform_initializer, truncated_normal_initializer,
                                     variance_scaling_initializer, zeros_initializer)
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
+from tensoropt.ops.compare_ops import (argmax, argmin, cast, equal, greater, greater_equal, less, less_equal,
+                                       not_equal)
 from tensoropt.clipping import clip_by_global_norm
 from tensoropt.initial_values import random_normal, random_uniform, truncated_normal
 from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_collection, global_variables,
@@ -64,7 +66,7 @@ __all__ = [
     "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",
     "reset_default_graph", "name_scope", "variable_scope", "AUTO_REUSE",
     # dtypes
-    "DType", "as_dtype", "float32", "int32", "int64",
+    "DType", "as_dtype", "float32", "int32", "int64", "bool",
     # collections
     "GraphKeys", "add_to_collection", "get_collection", "trainable_variables", "global_variables",
     # sources and initializers
@@ -77,6 +79,7 @@ __all__ = [
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze",
+    "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant",
 ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DType", "float32", "int32", "int64", "as_dtype"]
+__all__ = ["DType", "float32", "int32", "int64", "bool_", "as_dtype"]
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,12 @@ class DType:
 float32 = DType("float32", 4, True)
 int32 = DType("int32", 4, False)
 int64 = DType("int64", 8, False)
+bool_ = DType("bool", 1, False)   # ``to.bool``
 
 #: integer types an op may take as ids or labels
 INTEGERS = (int32, int64)
 
-_BY_NAME = {d.name: d for d in (float32, int32, int64)}
+_BY_NAME = {d.name: d for d in (float32, int32, int64, bool_)}
 
 
 def as_dtype(value: object) -> DType:
@@ -55,5 +56,5 @@ def as_dtype(value: object) -> DType:
         return _BY_NAME[name]
     raise ValueError(
         f"unsupported dtype {value!r}: TensorOpt supports {sorted(_BY_NAME)}; "
-        f"pass tensoropt.float32, tensoropt.int32 or tensoropt.int64"
+        f"pass tensoropt.float32, tensoropt.int32, tensoropt.int64 or tensoropt.bool"
     )

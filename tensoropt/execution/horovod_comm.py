@@ -219,7 +219,9 @@ class CollectiveOps:
             paddings = np.array([[s.start, n - s.stop] for s, n in zip(piece.dst_slices, out_shape)],
                                 dtype=np.int32).reshape(-1, 2)  # (0, 2) for a scalar
             padded = tf.pad(block, paddings)
-            out = padded if out is None else out + padded
+            # the pieces do not overlap: adding places them (or-ing, for bool blocks)
+            out = padded if out is None else tf.logical_or(out, padded) if out.dtype == tf.bool \
+                else out + padded
         assert offset == int(np.prod(out_shape)), (offset, out_shape)
         return out
 

@@ -248,8 +248,22 @@ def test_leaky_relu_and_silu_carry_their_constant_to_the_lowering():
     assert to.nn.swish is to.nn.silu
 
 
+def test_metric_ops_spaces():
+    x = f32(6, 5)
+    arg = to.argmax(x, 1)
+    assert arg.op.space.outputs == (("d0",),) and arg.op.space.unsplittable == {"d1"}
+    assert to.argmin(x, 0).op.space.unsplittable == {"d0"}
+    for compare in (to.equal, to.not_equal, to.greater, to.greater_equal, to.less, to.less_equal):
+        y = compare(x, f32(5))
+        assert y.dtype == to.bool and y.op.space.inputs == (("d0", "d1"), ("d1",))
+        assert y.op.space.saved_inputs == () and y.op.space.reductions == frozenset()
+    c = to.cast(x, to.int64)
+    assert c.dtype.itemsize == 8 and c.op.space.outputs == (("d0", "d1"),)
+
+
 def test_every_registered_kind_has_a_test_here():
-    tested = {"relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
+    tested = {"argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+              "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",
               "matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",
               "reduce_sum", "reduce_mean", "reshape", "transpose", "concat", "split", "softmax",

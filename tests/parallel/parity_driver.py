@@ -144,7 +144,8 @@ def activations():
     """The activations, losses and shape functions beyond the core set, trained by centered
     RMSProp with momentum on gradients clipped by value and by global norm: sums over split
     dims (``l2_normalize``, ``l2_loss``, the global norm), reshapes of split tensors
-    (``expand_dims``, ``squeeze``) and elementwise ops under every split."""
+    (``expand_dims``, ``squeeze``), elementwise ops under every split, and an accuracy
+    (``argmax``, ``equal``, ``cast``) and other comparisons added to the loss's value."""
     x = to.placeholder(to.float32, [8, 12], name="x")
     y = to.placeholder(to.float32, [8, 4], name="y")
     w0 = to.get_variable("fc0/w", [12, 16], initializer=to.glorot_uniform_initializer(seed=1))
@@ -159,6 +160,10 @@ def activations():
     logits = to.matmul(h, w2)
     loss = to.reduce_mean(to.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))
     loss = loss + 1e-2 * to.add_n([to.nn.l2_loss(w0), to.nn.l2_loss(w1)])
+    # the metric ops, in the loss's value only (a cast from bool carries no gradient)
+    hits = to.cast(to.equal(to.argmax(logits, 1), to.argmax(y, axis=1)), to.float32)
+    above = to.cast(to.greater(logits, 0.0), to.float32) * to.cast(to.less_equal(logits, 1.0), to.float32)
+    loss = loss + 0.1 * to.reduce_mean(hits) + 0.01 * to.reduce_sum(above)
 
     def feed(rng):
         return {x: rng.normal(size=(8, 12)).astype(np.float32), y: rng.uniform(0, 1, (8, 4)).astype(np.float32)}

@@ -322,7 +322,7 @@ class ComputeProfiler:
         Measured on the first request for its key, then served from the cache.
 
         Raises:
-            ValueError: for an input dtype other than float32/int32/int64.
+            ValueError: for an input dtype other than float32/int32/int64/bool.
             tensorflow.errors.OpError: if TensorFlow cannot run the shard (a bug in the
                 op's lowering or in the inputs made for it).
         """
@@ -513,9 +513,11 @@ class ComputeProfiler:
                 value = tf.random.uniform(shape, 0.5, 1.5, dtype=tf.float32)
             elif dtype in ("int32", "int64"):
                 value = tf.random.uniform(shape, 0, max(int(bound or 1), 1), dtype=getattr(tf, dtype))
+            elif dtype == "bool":
+                value = tf.random.uniform(shape, 0.0, 1.0) < 0.5
             else:
                 raise ValueError(f"{op.kind} '{op.name}': input {i} has dtype {dtype}, which the "
-                                 "profiler cannot fill; profile float32/int32/int64 ops only")
+                                 "profiler cannot fill; profile float32/int32/int64/bool ops only")
             var = tf.compat.v1.Variable(value, trainable=False, use_resource=True, name=f"input_{i}")
             inputs.append(var.value())
         dims, local = dict(shard.dim_sizes), dict(shard.local_dim_sizes)
