@@ -32,6 +32,7 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
                                     random_uniform_initializer, truncated_normal_initializer,
                                     variance_scaling_initializer, zeros_initializer)
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
+from tensoropt.ops.slice_ops import slice  # noqa: A004 - tf.slice
 from tensoropt.ops.compare_ops import (argmax, argmin, cast, equal, greater, greater_equal, less, less_equal,
                                        not_equal)
 from tensoropt.clipping import clip_by_global_norm
@@ -78,7 +79,7 @@ __all__ = [
     "matmul", "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow",
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean",
-    "reshape", "transpose", "concat", "split", "expand_dims", "squeeze",
+    "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
     "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant",
 ]

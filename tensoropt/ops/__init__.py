@@ -7,7 +7,7 @@ Usage::
 """
 
 from tensoropt.ops import (array_ops, compare_ops, composite_ops, conv_ops, math_ops,  # noqa: F401
-                           nn_ops, norm_ops, rnn_ops, source_ops)
+                           nn_ops, norm_ops, rnn_ops, slice_ops, source_ops)
 from tensoropt.ops.registry import LoweringContext, OpDef, Signature, get_op_def, registered_kinds
 from tensoropt.ops.space import IterationSpace
 

@@ -415,6 +415,8 @@ def _install_tensor_operators() -> None:
     Tensor.__pow__ = lambda self, other: pow(self, other)
     Tensor.__rpow__ = lambda self, other: pow(other, self)
     Tensor.__matmul__ = lambda self, other: matmul(self, other)
+    from tensoropt.ops.slice_ops import strided_slice_of  # noqa: PLC0415 - slice_ops needs Tensor first
+    Tensor.__getitem__ = lambda self, key: strided_slice_of(self, key)
 
 
 _install_tensor_operators()
