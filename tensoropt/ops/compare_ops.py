@@ -13,11 +13,10 @@ the comparisons and ``cast`` are elementwise and split like any elementwise op.
 
 from __future__ import annotations
 
-import numbers
-
 from tensoropt.dtypes import as_dtype, bool_, int64
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, tf1_alias
+from tensoropt.ops._common import normalize_axis, tf1_alias
+from tensoropt.ops.math_ops import BinaryDef, binary
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -83,70 +82,38 @@ def argmin(input, axis=None, name=None, dimension=None, output_type=int64):  # n
     return _arg("argmin", input, axis, name, dimension, output_type)
 
 
-class CompareDef(OpDef):
+class CompareDef(BinaryDef):
     """A broadcasting elementwise comparison, bool out; one operand may be a Python number."""
 
-    tf_name = ""
-
-    def infer(self, op):
-        ins = op.inputs
-        if "scalar" in op.attrs:
-            out_shape = tuple(ins[0].shape)
-        else:
-            if ins[0].dtype != ins[1].dtype:
-                raise op_error(op, f"dtypes {ins[0].dtype.name} and {ins[1].dtype.name} differ",
-                               "both operands of one dtype (to.cast one, or argmax(..., output_type=...))")
-            out_shape = broadcast_shapes(op, ins[0].shape, ins[1].shape)
-        space = elementwise_space([t.shape for t in ins], out_shape, 1.0)
-        return Signature(((out_shape, bool_),), space)
-
-    def lower(self, tf, op, inputs, ctx):
-        fn = getattr(tf.math, self.tf_name)
-        if "scalar" in op.attrs:
-            scalar = tf.constant(op.attrs["scalar"], dtype=inputs[0].dtype)
-            return [fn(scalar, inputs[0]) if op.attrs["scalar_first"] else fn(inputs[0], scalar)]
-        return [fn(inputs[0], inputs[1])]
+    out_dtype = bool_
 
 
 for _kind in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"):
-    register(type(f"{_kind.title().replace('_', '')}Def", (CompareDef,), {"kind": _kind, "tf_name": _kind}))
-
-
-def _compare(kind: str, x, y, name) -> Tensor:
-    graph = get_default_graph()
-    x_number, y_number = isinstance(x, numbers.Number), isinstance(y, numbers.Number)
-    if x_number and y_number:
-        raise ValueError(f"{kind}: both operands are Python numbers ({x!r}, {y!r}); give a tensor")
-    if x_number or y_number:
-        tensor = _tensor(kind, y if x_number else x)
-        value = x if x_number else y
-        value = float(value) if tensor.dtype.is_floating else int(value)
-        return graph.create_op(kind, [tensor], {"scalar": value, "scalar_first": x_number}, name=name).outputs[0]
-    return graph.create_op(kind, [_tensor(kind, x), _tensor(kind, y)], {}, name=name).outputs[0]
+    register(type(f"{_kind.title().replace('_', '')}Def", (CompareDef,), {"kind": _kind, "tf_path": f"math.{_kind}"}))
 
 
 def equal(x, y, name=None):
-    return _compare("equal", x, y, name)
+    return binary("equal", x, y, name)
 
 
 def not_equal(x, y, name=None):
-    return _compare("not_equal", x, y, name)
+    return binary("not_equal", x, y, name)
 
 
 def greater(x, y, name=None):
-    return _compare("greater", x, y, name)
+    return binary("greater", x, y, name)
 
 
 def greater_equal(x, y, name=None):
-    return _compare("greater_equal", x, y, name)
+    return binary("greater_equal", x, y, name)
 
 
 def less(x, y, name=None):
-    return _compare("less", x, y, name)
+    return binary("less", x, y, name)
 
 
 def less_equal(x, y, name=None):
-    return _compare("less_equal", x, y, name)
+    return binary("less_equal", x, y, name)
 
 
 @register

@@ -184,6 +184,7 @@ class BinaryDef(OpDef):
     tf_path = ""
     flops_per_element = 1.0
     keeps_inputs = False
+    out_dtype = None   # the inputs' dtype, unless set (comparisons: bool)
 
     def infer(self, op):
         ins = op.inputs
@@ -196,12 +197,12 @@ class BinaryDef(OpDef):
                 raise op_error(op, f"got {len(ins)} inputs", "two tensors")
             if ins[0].dtype != ins[1].dtype:
                 raise op_error(op, f"dtypes {ins[0].dtype.name} and {ins[1].dtype.name} differ",
-                               "both operands of the same dtype")
+                               "both operands of the same dtype (to.cast one)")
             out_shape = broadcast_shapes(op, ins[0].shape, ins[1].shape)
         keeps = tuple(range(len(ins))) if self.keeps_inputs else ()
         space = elementwise_space([t.shape for t in ins], out_shape, self.flops_per_element,
                                   saved_inputs=keeps)
-        return Signature(((out_shape, ins[0].dtype),), space)
+        return Signature(((out_shape, self.out_dtype or ins[0].dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):
         fn = _tf_function(tf, self.tf_path)
@@ -216,6 +217,11 @@ for _kind, (_path, _flops, _keeps) in _BINARY.items():
         "kind": _kind, "tf_path": _path, "flops_per_element": _flops, "keeps_inputs": _keeps}))
 
 
+def binary(kind: str, x, y, name: str | None) -> Tensor:
+    """Records binary op ``kind`` of two tensors, or of a tensor and a Python number."""
+    return _binary(kind, x, y, name)
+
+
 def _binary(kind: str, x, y, name: str | None) -> Tensor:
     graph = get_default_graph()
     x_scalar = isinstance(x, numbers.Number)
@@ -225,7 +231,8 @@ def _binary(kind: str, x, y, name: str | None) -> Tensor:
                          "at least one must be a tensoropt Tensor")
     if x_scalar or y_scalar:
         tensor = _as_tensor(kind, y if x_scalar else x)
-        attrs = {"scalar": float(x if x_scalar else y), "scalar_first": x_scalar}
+        value = x if x_scalar else y
+        attrs = {"scalar": float(value) if tensor.dtype.is_floating else int(value), "scalar_first": x_scalar}
         return graph.create_op(kind, [tensor], attrs, name=name).outputs[0]
     return graph.create_op(kind, [_as_tensor(kind, x), _as_tensor(kind, y)], {}, name=name).outputs[0]
 
