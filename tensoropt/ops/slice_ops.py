@@ -17,7 +17,7 @@ import builtins
 import numbers
 
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import op_error
+from tensoropt.ops._common import op_error, prod
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace
 
@@ -49,7 +49,7 @@ class StridedSliceDef(OpDef):
                 out_shape.append(end - begin)
         space = IterationSpace(dims=dims, inputs=(tuple(in_axes),), outputs=(tuple(out_axes),),
                                unsplittable={d for d in dims if d.startswith("s")},
-                               flops=2.0 * _count(out_shape), notes="axes cut by the slice are kept whole")
+                               flops=2.0 * prod(out_shape), notes="axes cut by the slice are kept whole")
         return Signature(((tuple(out_shape), x.dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):
@@ -58,17 +58,10 @@ class StridedSliceDef(OpDef):
             if shrink:
                 index.append(begin)
             elif begin == 0 and end == n:
-                index.append(builtins.slice(None))   # kept whole: this rank's shard of it, as it is
+                index.append(builtins.slice(None))   # taken whole: all of this rank's shard of the axis
             else:
                 index.append(builtins.slice(begin, end))
         return [inputs[0][tuple(index)]]
-
-
-def _count(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _box_of(x: Tensor, key) -> tuple:
