@@ -32,7 +32,7 @@ def _changed_lines(a, b):
     return [line[1:] for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
-@pytest.mark.parametrize("model", ["cnn", "transformer"])
+@pytest.mark.parametrize("model", ["cnn", "transformer", "mlp"])
 def test_port_differs_only_in_import_and_three_calls(model):
     changed = _changed_lines(f"{model}_tf.py", f"{model}_to.py")
     assert changed, "the two scripts must differ at least in the import"
@@ -64,4 +64,20 @@ def test_port_reaches_the_same_losses(model, batches):
     assert reference.shape == ported.shape == (5,)
     assert np.all(np.isfinite(reference))
     assert not np.allclose(reference[0], reference[-1]), "training must move the loss"
+    np.testing.assert_allclose(ported, reference, rtol=1e-5)
+
+
+def _mlp_batches(rng):
+    return [(rng.normal(size=(16, 14)).astype(np.float32), rng.integers(0, 4, size=16)) for _ in range(5)]
+
+
+def test_tutorial_style_port_reaches_the_same_losses_accuracies_and_norms():
+    """tf.Variable, int64 labels, a regularizer, a collection, a decaying learning rate on
+    a global step, gradients clipped by global norm and an accuracy (scripts/mlp_*.py)."""
+    data = _mlp_batches(np.random.default_rng(0))
+    reference = np.array(_load("mlp_tf").train(data))
+    ported = np.array(_load("mlp_to").train(data))
+    assert reference.shape == ported.shape == (5, 3)   # loss, accuracy, global norm per step
+    assert not np.allclose(reference[0, 0], reference[-1, 0]), "training must move the loss"
+    assert reference[:, 2].max() > 1.0, "the clip (1.0) must bite at least once"
     np.testing.assert_allclose(ported, reference, rtol=1e-5)
