@@ -34,13 +34,13 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
 from tensoropt.ops.slice_ops import slice  # noqa: A004 - tf.slice
 from tensoropt.ops.compare_ops import (argmax, argmin, cast, equal, greater, greater_equal, less, less_equal,
-                                       not_equal)
+                                       not_equal, one_hot)
 from tensoropt.clipping import clip_by_global_norm
 from tensoropt.initial_values import random_normal, random_uniform, truncated_normal
 from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_collection, global_variables,
                                          trainable_variables)
-from tensoropt.ops.composite_ops import (clip_by_value, constant, expand_dims, ones_like, squeeze, stack,
-                                         unstack, zeros_like)
+from tensoropt.ops.composite_ops import (clip_by_value, constant, expand_dims, ones_like, shape, squeeze,
+                                         stack, unstack, zeros_like)
 from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
                                     minimum, multiply, negative, pow, reduce_mean, reduce_sum, rsqrt,
                                     sigmoid, sqrt, square, squared_difference, subtract, tanh)
@@ -80,8 +80,8 @@ __all__ = [
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
-    "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
-    "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant",
+    "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
+    "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

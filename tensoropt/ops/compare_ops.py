@@ -1,4 +1,5 @@
-"""Ops of a training script's metrics: ``argmax``/``argmin``, comparisons and ``cast``.
+"""Ops of a script's labels and metrics: ``one_hot``, ``argmax``/``argmin``, comparisons
+and ``cast``.
 
 Usage::
 
@@ -13,15 +14,15 @@ the comparisons and ``cast`` are elementwise and split like any elementwise op.
 
 from __future__ import annotations
 
-from tensoropt.dtypes import as_dtype, bool_, int64
+from tensoropt.dtypes import as_dtype, bool_, float32, int64
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import normalize_axis, tf1_alias
+from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
 from tensoropt.ops.math_ops import BinaryDef, binary
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
 __all__ = ["argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "cast"]
+           "cast", "one_hot"]
 
 
 def _tensor(kind: str, x) -> Tensor:
@@ -133,3 +134,47 @@ class CastDef(OpDef):
 def cast(x, dtype, name=None):
     return get_default_graph().create_op("cast", [_tensor("cast", x)], {"dtype": as_dtype(dtype)},
                                          name=name or "Cast").outputs[0]
+
+
+@register
+class OneHotDef(OpDef):
+    """``indices`` [...] -> [..., depth]: ``on_value`` where the index equals the position
+    along the new last axis ``c``, else ``off_value``. ``c`` may be split: a shard holding
+    positions ``[o, o + k)`` writes ``one_hot(indices - o, k)`` (an index outside it gives
+    an all-off row, as TensorFlow gives for any index out of range)."""
+
+    kind = "one_hot"
+
+    def infer(self, op):
+        x = op.inputs[0]
+        if x.dtype.is_floating or x.dtype == bool_:
+            raise op_error(op, f"indices of dtype {x.dtype.name}", "int32 or int64 indices")
+        depth = op.attrs["depth"]
+        dims = {**{f"d{i}": n for i, n in enumerate(x.shape)}, "c": depth}
+        in_axes = tuple(f"d{i}" for i in range(x.shape.rank))
+        space = IterationSpace(dims=dims, inputs=(in_axes,), outputs=(in_axes + ("c",),),
+                               flops=float(x.shape.num_elements() * depth))
+        return Signature(((tuple(x.shape) + (depth,), op.attrs["dtype"]),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        offset = ctx.extra.get("dim_offsets", {}).get("c", 0)
+        indices = inputs[0] - offset if offset else inputs[0]
+        return [tf.one_hot(indices, ctx.local_dim_sizes["c"], on_value=op.attrs["on_value"],
+                           off_value=op.attrs["off_value"], dtype=getattr(tf, op.attrs["dtype"].name))]
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """``tf.one_hot`` along a new last axis (``axis`` -1 or None only)."""
+    x = _tensor("one_hot", indices)
+    if axis not in (None, -1):
+        raise ValueError(f"one_hot: axis={axis!r}; TensorOpt adds the new axis last (axis=-1), then "
+                         "to.transpose it where it is wanted")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"one_hot: depth={depth!r}; give a whole number >= 1")
+    dtype = as_dtype(dtype) if dtype is not None else float32
+    if not dtype.is_floating:
+        raise ValueError(f"one_hot: dtype={dtype.name}; TensorOpt makes float32 one-hot values")
+    return get_default_graph().create_op(
+        "one_hot", [x], {"depth": depth, "on_value": float(1.0 if on_value is None else on_value),
+                         "off_value": float(0.0 if off_value is None else off_value), "dtype": dtype},
+        name=name or "one_hot").outputs[0]

@@ -32,7 +32,7 @@ from tensoropt.ops.math_ops import (abs, add, maximum, minimum, multiply, negati
 from tensoropt.ops.nn_ops import relu, softplus
 
 __all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expand_dims", "squeeze",
-           "clip_by_value", "stack", "unstack", "zeros_like", "ones_like", "constant"]
+           "clip_by_value", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape"]
 
 
 def _tensor(kind: str, x) -> Tensor:
@@ -174,3 +174,10 @@ def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
     dtype = as_dtype(dtype) if dtype is not None else (int32 if isinstance(value, numbers.Integral) else float32)
     value = float(value) if dtype.is_floating else int(value)
     return fill(list(shape or []), value, name=name, dtype=dtype)
+
+
+def shape(input, name=None, out_type=None) -> list:  # noqa: A002 - TensorFlow's name
+    """``input``'s shape as a list of ints. TensorOpt's shapes are all known, so where a
+    1.x script writes ``to.reshape(x, [to.shape(x)[0], -1])`` this gives the number; it is
+    not a tensor (nothing to fetch or compute with in the graph)."""
+    return list(_tensor("shape", input).shape)

@@ -20,6 +20,8 @@ CASES = {
                                     m.less_equal(x, 1.0), m.not_equal(x, 3.0), m.equal(x, x * 1.0)),
     "scalar first": lambda m, x, l: (m.greater(1.0, x),),
     "cast": lambda m, x, l: (m.cast(x, m.int32), m.cast(m.cast(x, m.int64), m.float32), m.cast(l, m.float32)),
+    "one_hot": lambda m, x, l: (m.one_hot(l, 4), m.one_hot(l, 3, on_value=5.0, off_value=-1.0),
+                                m.one_hot(m.argmax(x, 1, output_type=m.int32), 6)),
 }
 
 
@@ -43,6 +45,15 @@ def test_metric_ops_give_tensorflows_values_and_dtypes(case):
         np.testing.assert_array_equal(g, e.numpy())
 
 
+def test_one_hot_may_split_its_new_axis_and_shape_is_static():
+    labels = to.placeholder(to.int32, [8], name="labels")
+    y = to.one_hot(labels, 10)
+    assert y.op.space.outputs == (("d0", "c"),) and y.op.space.unsplittable == frozenset()
+    assert tuple(y.shape) == (8, 10) and y.dtype == to.float32
+    x = to.placeholder(to.float32, [8, 3, 4], name="x")
+    assert to.shape(x) == [8, 3, 4] and tuple(to.reshape(x, [to.shape(x)[0], -1]).shape) == (8, 12)
+
+
 def test_an_accuracy_carries_no_gradient_and_keeps_the_argmax_axis_whole():
     from tensoropt.configs import gradient_tensors
 
@@ -63,6 +74,8 @@ def test_an_accuracy_carries_no_gradient_and_keeps_the_argmax_axis_whole():
     (lambda x: to.argmax(x, 1, output_type=to.float32), "output_type=float32; give to.int32 or to.int64"),
     (lambda x: to.argmax(x, axis=1, dimension=0), "axis=1 and dimension=0"),
     (lambda x: to.less(1.0, 2.0), "both operands are Python numbers"),
+    (lambda x: to.one_hot(x, 3), "indices of dtype float32"),
+    (lambda x: to.one_hot(to.argmax(x, 1), 3, axis=0), "axis=0; TensorOpt adds the new axis last"),
 ])
 def test_misuse_is_refused_by_name(call, named):
     x = to.placeholder(to.float32, X.shape, name="x")

@@ -262,7 +262,7 @@ def test_metric_ops_spaces():
 
 
 def test_every_registered_kind_has_a_test_here():
-    tested = {"strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    tested = {"one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
               "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",
               "matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",

@@ -145,7 +145,7 @@ def activations():
     RMSProp with momentum on gradients clipped by value and by global norm: sums over split
     dims (``l2_normalize``, ``l2_loss``, the global norm), reshapes of split tensors
     (``expand_dims``, ``squeeze``), elementwise ops under every split, and an accuracy
-    (``argmax``, ``equal``, ``cast``) and other comparisons added to the loss's value."""
+    (``argmax``, ``equal``, ``cast``), other comparisons and a ``one_hot`` in the loss."""
     x = to.placeholder(to.float32, [8, 12], name="x")
     y = to.placeholder(to.float32, [8, 4], name="y")
     w0 = to.get_variable("fc0/w", [12, 16], initializer=to.glorot_uniform_initializer(seed=1))
@@ -165,6 +165,7 @@ def activations():
     hits = to.cast(to.equal(to.argmax(logits, 1), to.argmax(y, axis=1)), to.float32)
     above = to.cast(to.greater(logits, 0.0), to.float32) * to.cast(to.less_equal(logits, 1.0), to.float32)
     loss = loss + 0.1 * to.reduce_mean(hits) + 0.01 * to.reduce_sum(above)
+    loss = loss + 0.1 * to.reduce_mean(to.one_hot(to.argmin(y, 1), 4, on_value=2.0) * logits)
 
     def feed(rng):
         return {x: rng.normal(size=(8, 12)).astype(np.float32), y: rng.uniform(0, 1, (8, 4)).astype(np.float32)}
