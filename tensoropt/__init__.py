@@ -21,7 +21,7 @@ adding three calls::
 plan beside the chosen plan), the same on every rank.
 """
 
-from tensoropt import contrib, losses, nn, ops, train
+from tensoropt import contrib, layers, losses, nn, ops, train
 from tensoropt._version import __version__
 from tensoropt.dtypes import DType, as_dtype, bool_ as bool, float32, int32, int64  # noqa: A004 - tf.bool
 from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
@@ -58,7 +58,7 @@ train.Saver, train.latest_checkpoint = checkpoint.Saver, checkpoint.latest_check
 
 __all__ = [
     # modules
-    "nn", "train", "contrib", "ops", "checkpoint", "losses",
+    "nn", "train", "contrib", "ops", "checkpoint", "losses", "layers",
     # runtime
     "init", "find_strategy", "search_strategy", "build_execution_graph", "run", "set_random_seed", "World",
     "input_slice",

@@ -18,9 +18,9 @@ __all__ = ["missing_name_getter", "INSTEAD", "NEW_OP"]
 
 #: TensorFlow 1.x names with a usual TensorOpt way of writing the same thing.
 INSTEAD = {
-    "layers": "a dense layer is to.matmul(x, to.get_variable(...)) then to.nn.bias_add; "
-              "to.contrib.layers.layer_norm is there",
-    "dense": "a dense layer is to.matmul(x, to.get_variable(...)) then to.nn.bias_add",
+    "dense": "to.layers.dense",
+    "batch_normalization": "to.nn.moments then to.nn.batch_normalization (training-mode statistics; "
+                           "moving averages are not mirrored)",
     "softmax_cross_entropy": "write the loss from ops, e.g. to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
                              "labels=y, logits=logits))",
     "sparse_softmax_cross_entropy": "to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("

@@ -7,7 +7,9 @@ import tensoropt as to
 
 
 @pytest.mark.parametrize("get, says", [
-    (lambda: to.layers, ["tf.layers is not in it", "to.matmul(x, to.get_variable(", "needs an OpDef"]),
+    (lambda: to.metrics, ["tf.metrics is not in it", "needs an OpDef"]),
+    (lambda: to.layers.batch_normalization, ["tf.layers.batch_normalization", "to.nn.moments then "
+                                             "to.nn.batch_normalization"]),
     (lambda: to.Session, ["tf.Session", "to.build_execution_graph(plan=...)"]),
     (lambda: to.reduce_max, ["tf.reduce_max", "did you mean reduce_mean or reduce_sum?"]),
     (lambda: to.nn.sofmax, ["module 'tensoropt.nn'", "tf.nn.sofmax", "did you mean softmax"]),
@@ -23,6 +25,6 @@ def test_a_missing_name_is_named_with_what_to_write_instead(get, says):
 
 def test_present_and_dunder_names_are_untouched():
     assert to.train.Saver is to.checkpoint.Saver and to.nn.softmax is not None
-    assert not hasattr(to, "layers") and getattr(to.nn, "nope", 7) == 7
+    assert not hasattr(to, "metrics") and getattr(to.nn, "nope", 7) == 7
     with pytest.raises(AttributeError, match="has no attribute '__wrapped__'$"):
         to.__wrapped__
