@@ -34,7 +34,8 @@ from tensoropt.initializers import (constant_initializer, glorot_normal_initiali
 from tensoropt.ops.array_ops import concat, reshape, split, transpose
 from tensoropt.ops.slice_ops import slice  # noqa: A004 - tf.slice
 from tensoropt.ops.compare_ops import (argmax, argmin, cast, equal, greater, greater_equal, less, less_equal,
-                                       not_equal, one_hot)
+                                       not_equal, one_hot, where, where_v2)
+from tensoropt.ops.nn_ops import gather
 from tensoropt.clipping import clip_by_global_norm
 from tensoropt.initial_values import random_normal, random_uniform, truncated_normal
 from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_collection, global_variables,
@@ -42,8 +43,9 @@ from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_colle
 from tensoropt.ops.composite_ops import (clip_by_value, constant, expand_dims, ones_like, shape, squeeze,
                                          stack, unstack, zeros_like)
 from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
-                                    minimum, multiply, negative, pow, reduce_mean, reduce_sum, rsqrt,
-                                    sigmoid, sqrt, square, squared_difference, subtract, tanh)
+                                    minimum, multiply, negative, pow, reduce_max, reduce_mean, reduce_min,
+                                    reduce_sum, rsqrt, sigmoid, sqrt, square, squared_difference, subtract,
+                                    tanh)
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
@@ -78,7 +80,7 @@ __all__ = [
     # math and arrays
     "matmul", "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow",
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
-    "log", "square", "identity", "reduce_sum", "reduce_mean",
+    "log", "square", "identity", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "where", "where_v2", "gather",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",

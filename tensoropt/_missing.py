@@ -32,6 +32,9 @@ INSTEAD = {
     "global_variables_initializer": "variables are initialized by to.build_execution_graph (or restored by "
                                     "to.train.Saver().restore)",
     "xw_plus_b": "to.nn.bias_add(to.matmul(x, w), b)",
+    "summary": "fetch the value with to.run and log it yourself (TensorOpt writes no event files)",
+    "metrics": "compute a metric from ops and fetch it, e.g. to.reduce_mean(to.cast(to.equal("
+               "to.argmax(logits, 1), labels), to.float32))",
 }
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from tensoropt.dtypes import as_dtype, bool_, float32, int64
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
+from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, tf1_alias
 from tensoropt.ops.math_ops import BinaryDef, binary
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
 __all__ = ["argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "cast", "one_hot"]
+           "cast", "one_hot", "where", "where_v2"]
 
 
 def _tensor(kind: str, x) -> Tensor:
@@ -178,3 +178,38 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
         "one_hot", [x], {"depth": depth, "on_value": float(1.0 if on_value is None else on_value),
                          "off_value": float(0.0 if off_value is None else off_value), "dtype": dtype},
         name=name or "one_hot").outputs[0]
+
+
+@register
+class WhereDef(OpDef):
+    """``x`` where ``condition`` holds, else ``y``, elementwise with broadcasting; the
+    gradient goes to ``x`` and ``y`` (masked), none to the condition."""
+
+    kind = "where"
+    default_name = "Select"
+
+    def infer(self, op):
+        cond, x, y = op.inputs
+        if cond.dtype != bool_:
+            raise op_error(op, f"condition of dtype {cond.dtype.name}", "a bool condition (e.g. to.greater(a, b))")
+        if x.dtype != y.dtype:
+            raise op_error(op, f"x {x.dtype.name} and y {y.dtype.name}", "x and y of one dtype")
+        shape = broadcast_shapes(op, broadcast_shapes(op, cond.shape, x.shape), y.shape)
+        space = elementwise_space([cond.shape, x.shape, y.shape], shape, 3.0, saved_inputs=(0,))
+        return Signature(((shape, x.dtype),), space)
+
+    def lower(self, tf, op, inputs, ctx):
+        return [tf.where(*inputs)]
+
+
+def where(condition, x=None, y=None, name=None):
+    """``tf.where(condition, x, y)`` (TensorFlow 2's broadcasting ``where``). The one-argument
+    form (the indices of true elements) has no static shape, so it is not supported."""
+    if x is None or y is None:
+        raise ValueError("where: give x and y too; the indices of true elements (where(condition)) have "
+                         "no fixed shape, which a plan needs")
+    return get_default_graph().create_op("where", [_tensor("where", condition), _tensor("where", x),
+                                                   _tensor("where", y)], {}, name=name).outputs[0]
+
+
+where_v2 = where

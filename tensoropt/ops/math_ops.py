@@ -20,7 +20,7 @@ from tensoropt.ops.space import IterationSpace, elementwise_space
 __all__ = [
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "squared_difference",
     "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp", "log", "square", "identity",
-    "matmul", "reduce_sum", "reduce_mean", "add_n",
+    "matmul", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "add_n",
 ]
 
 # --- unary elementwise ------------------------------------------------------------------
@@ -323,9 +323,11 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
 # --- reductions -------------------------------------------------------------------------
 
 class ReduceDef(OpDef):
-    """Sum or mean over axes. Splitting a reduced dim leaves a partial sum."""
+    """Sum or mean over axes. Splitting a reduced dim leaves a partial sum; a max or min
+    (``extreme``) keeps its reduced dims whole instead (a partial max is no partial sum)."""
 
     mean = False
+    extreme = ""   # "max" or "min"
 
     def infer(self, op):
         x = op.inputs[0]
@@ -344,13 +346,24 @@ class ReduceDef(OpDef):
             else:
                 out_axes.append(f"d{i}")
                 out_shape.append(n)
-        space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
-                               reductions={f"d{i}" for i in axes}, flops=2.0 * x.shape.num_elements())
+        reduced = {f"d{i}" for i in axes}
+        if self.extreme:
+            if not x.dtype.is_floating:
+                raise op_error(op, f"dtype {x.dtype.name}", "a float32 tensor")
+            space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
+                                   unsplittable=reduced, flops=2.0 * x.shape.num_elements(),
+                                   saved_inputs=(0,), saved_outputs=(0,),
+                                   notes=f"reduced dims kept whole: a partial {self.extreme} is no partial sum")
+        else:
+            space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
+                                   reductions=reduced, flops=2.0 * x.shape.num_elements())
         op.attrs["axes"] = axes
         return Signature(((tuple(out_shape), x.dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):
         axes, keep = list(op.attrs["axes"]), op.attrs["keepdims"]
+        if self.extreme:
+            return [getattr(tf.math, f"reduce_{self.extreme}")(inputs[0], axis=axes, keepdims=keep)]
         if not self.mean:
             return [tf.math.reduce_sum(inputs[0], axis=axes, keepdims=keep)]
         full = prod(ctx.dim_sizes[f"d{i}"] for i in axes)
@@ -372,6 +385,20 @@ class ReduceMeanDef(ReduceDef):
     kind = "reduce_mean"
     default_name = "Mean"
     mean = True
+
+
+@register
+class ReduceMaxDef(ReduceDef):
+    kind = "reduce_max"
+    default_name = "Max"
+    extreme = "max"
+
+
+@register
+class ReduceMinDef(ReduceDef):
+    kind = "reduce_min"
+    default_name = "Min"
+    extreme = "min"
 
 
 def _reduce(kind: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
@@ -405,6 +432,14 @@ def add_n(inputs, name=None) -> Tensor:
     for i, t in enumerate(inputs[1:], 1):
         total = add(total, t, name=name if i == len(inputs) - 1 else None)
     return identity(total, name=name) if len(inputs) == 1 else total
+
+
+def reduce_max(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("reduce_max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    return _reduce("reduce_min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
 def _install_tensor_operators() -> None:

@@ -7,11 +7,12 @@ import tensoropt as to
 
 
 @pytest.mark.parametrize("get, says", [
-    (lambda: to.metrics, ["tf.metrics is not in it", "needs an OpDef"]),
+    (lambda: to.metrics, ["tf.metrics is not in it", "to.reduce_mean(to.cast(to.equal(", "needs an OpDef"]),
     (lambda: to.layers.batch_normalization, ["tf.layers.batch_normalization", "to.nn.moments then "
                                              "to.nn.batch_normalization"]),
     (lambda: to.Session, ["tf.Session", "to.build_execution_graph(plan=...)"]),
-    (lambda: to.reduce_max, ["tf.reduce_max", "did you mean reduce_mean or reduce_sum?"]),
+    (lambda: to.reduce_prod, ["tf.reduce_prod", "did you mean reduce_sum or reduce_min or reduce_max?"]),
+    (lambda: to.summary, ["tf.summary", "fetch the value with to.run and log it yourself"]),
     (lambda: to.nn.sofmax, ["module 'tensoropt.nn'", "tf.nn.sofmax", "did you mean softmax"]),
     (lambda: to.nn.xw_plus_b, ["to.nn.bias_add(to.matmul(x, w), b)"]),
     (lambda: to.train.AdadeltaOptimizer, ["tf.train.AdadeltaOptimizer", "AdagradOptimizer", "AdamOptimizer"]),

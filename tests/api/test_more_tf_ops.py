@@ -1,6 +1,7 @@
 """The TensorFlow ops and functions a 1.x training script commonly reaches for beyond the
 core set (activations, ``minimum``/``pow``/``squared_difference``, ``abs``, ``add_n``,
-``l2_loss``, ``l2_normalize``, the logistic loss, ``expand_dims``/``squeeze``) give
+``l2_loss``, ``l2_normalize``, the logistic loss, ``expand_dims``/``squeeze``,
+``reduce_max``/``reduce_min``, ``where``, ``gather``) give
 TensorFlow's values and TensorFlow's gradients on one process.
 
 Each case is built from a variable holding ``X`` (signs and magnitudes chosen to cross
@@ -43,6 +44,12 @@ CASES = {
     "expand_dims last": lambda m, w, y: m.expand_dims(w, -1),
     "squeeze": lambda m, w, y: m.squeeze(m.expand_dims(w, 0)),
     "squeeze axis": lambda m, w, y: m.squeeze(m.expand_dims(m.expand_dims(w, 0), 3), axis=[3]),
+    "reduce_max": lambda m, w, y: m.reduce_max(w, axis=1),
+    "reduce_min keepdims": lambda m, w, y: m.reduce_min(w * y, axis=0, keepdims=True),
+    "reduce_max all": lambda m, w, y: m.reduce_max(w),
+    "where": lambda m, w, y: m.where(m.greater(w, 0.5), w * y, -w),
+    "where_v2 broadcast": lambda m, w, y: m.where_v2(m.less(y[0], 0.5), w, m.zeros_like(w)),
+    "gather": lambda m, w, y: m.gather(w * 2.0, m.argmax(y[:, :3], 1)),
 }
 
 

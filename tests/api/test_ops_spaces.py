@@ -248,6 +248,18 @@ def test_leaky_relu_and_silu_carry_their_constant_to_the_lowering():
     assert to.nn.swish is to.nn.silu
 
 
+def test_reduce_max_keeps_its_reduced_dims_whole_and_where_broadcasts():
+    x = f32(6, 5)
+    m = to.reduce_max(x, axis=1, keepdims=True)
+    assert tuple(m.shape) == (6, 1) and m.op.space.unsplittable == {"d1"} and m.op.space.reductions == frozenset()
+    assert m.op.space.saved_inputs == (0,) and m.op.space.saved_outputs == (0,)
+    assert to.reduce_min(x).op.space.unsplittable == {"d0", "d1"}
+    w = to.where(to.greater(f32(5), 0.0), x, to.zeros_like(x))
+    assert w.op.space.inputs == (("d1",), ("d0", "d1"), ("d0", "d1")) and w.op.space.saved_inputs == (0,)
+    g = to.gather(x, to.placeholder(to.int32, [3]))
+    assert g.op.kind == "embedding_lookup" and tuple(g.shape) == (3, 5)
+
+
 def test_metric_ops_spaces():
     x = f32(6, 5)
     arg = to.argmax(x, 1)
@@ -262,7 +274,7 @@ def test_metric_ops_spaces():
 
 
 def test_every_registered_kind_has_a_test_here():
-    tested = {"one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    tested = {"reduce_max", "reduce_min", "where", "one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
               "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",
               "matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",

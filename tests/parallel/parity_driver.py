@@ -156,6 +156,7 @@ def activations():
     w1 = to.get_variable("fc1/w", [16, 8], initializer=to.glorot_uniform_initializer(seed=3))
     h = to.squeeze(to.expand_dims(to.matmul(h, w1), 1), axis=[1])
     h = to.concat([h[:, :5], to.slice(h, [0, 5], [-1, 3])], axis=1) + to.stack([h, h], axis=1)[:, -1]
+    h = to.where(to.greater(h, 0.0), h, h * 0.5) - 0.1 * to.reduce_max(h, axis=1, keepdims=True)
     h = to.nn.softplus(h) - to.minimum(to.abs(h), 0.5) + to.pow(to.squared_difference(h, 0.25), 1.5)
     w2 = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=4))
     logits = to.matmul(h, w2)
