@@ -11,7 +11,8 @@ from tensoropt.ops.composite_ops import l2_loss, l2_normalize, sigmoid_cross_ent
 from tensoropt.ops.math_ops import sigmoid, tanh
 from tensoropt.ops.nn_ops import (bias_add, dropout, elu, embedding_lookup, gelu, leaky_relu,
                                   log_softmax, relu, relu6, selu, silu, softmax,
-                                  softmax_cross_entropy_with_logits, softplus,
+                                  softmax_cross_entropy_with_logits,
+                                  softmax_cross_entropy_with_logits_v2, softplus,
                                   sparse_softmax_cross_entropy_with_logits, swish)
 from tensoropt.ops.norm_ops import batch_normalization, moments
 from tensoropt.ops.rnn_ops import dynamic_rnn, static_rnn
@@ -20,7 +21,8 @@ __all__ = [
     "rnn_cell", "relu", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "swish", "gelu",
     "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
     "conv2d", "max_pool2d", "avg_pool2d", "max_pool", "avg_pool", "moments", "batch_normalization",
-    "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
+    "sparse_softmax_cross_entropy_with_logits",
     "sigmoid_cross_entropy_with_logits", "l2_loss", "l2_normalize",
     "static_rnn", "dynamic_rnn", "sigmoid", "tanh",
 ]

@@ -17,7 +17,8 @@ from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
 __all__ = ["gather", "relu", "gelu", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "swish", "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
-           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits"]
+           "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
+           "sparse_softmax_cross_entropy_with_logits"]
 
 
 def _t(kind, x) -> Tensor:
@@ -301,6 +302,11 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=No
     if axis not in (-1, None):
         raise ValueError("softmax_cross_entropy_with_logits: only axis=-1 is supported")
     return _create("softmax_cross_entropy_with_logits", [labels, logits], name=name).outputs[0]
+
+
+#: TF 1.x's v2 name. Both names backpropagate into labels computed from variables, as v2
+#: does (tf.compat.v1's v1 stops that gradient); for fed labels they are the same.
+softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
 
 
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):

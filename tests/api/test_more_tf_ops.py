@@ -39,6 +39,8 @@ CASES = {
     "l2_normalize axis": lambda m, w, y: m.nn.l2_normalize(w, axis=1),
     "l2_normalize all": lambda m, w, y: m.nn.l2_normalize(w),
     "l2_normalize dim": lambda m, w, y: m.nn.l2_normalize(w, dim=0, epsilon=1e-3),
+    "softmax_cross_entropy_with_logits_v2": lambda m, w, y: m.nn.softmax_cross_entropy_with_logits_v2(
+        labels=m.nn.softmax(y), logits=w),
     "sigmoid_cross_entropy_with_logits": lambda m, w, y: m.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=w),
     "expand_dims": lambda m, w, y: m.expand_dims(w, 1),
     "expand_dims last": lambda m, w, y: m.expand_dims(w, -1),
