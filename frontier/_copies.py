@@ -18,7 +18,7 @@ Usage::
     member_pointers(cf.off, (W, K, P), (wrep, wg), (c_idx, ia, ib, kk), (ar_src, a.off),
                     (ia_out, ib_out, kk_out))       # combine_shared's rows
     column_pointers(c.off, (W, P, H), (cg, rg, b_cells), (c_idx, ia2, ib2, ia_a2, k_a2),
-                    (b2src, b.off), (ia_out, ib_out, kk_out))   # combine_grouped's
+                    b.off, (ia_out, ib_out, kk_out))    # combine_grouped's
     kernel_rows(t.mem, t.time, radius, t.off, exact, vals)     # vals: (npoints, 4)
     shift_pointers(a.off, b.off, bmap, a_many, off, ia, ib)     # _values.translated's
     add_pairs(a.mem, b.mem, ia, ib, mem)                        # mem = a.mem[ia] + b.mem[ib]
@@ -81,20 +81,19 @@ def member_pointers(off, shape, groups, result, a_map, out):
 
 
 @jit
-def column_pointers(off, shape, groups, result, b_map, out):
+def column_pointers(off, shape, groups, result, b_off, out):
     """Back pointers of ``combine_grouped``'s copies: output cell ``w*P + p`` (offsets
     ``off``) is a copy of cell ``w*H + cg[p]`` of the grouped result, which had, per
     point, the position ``c_idx[x]`` there and the pointers ``ia2`` (into the grouped
     union ``a2``, whose points came from ``ia_a2`` in a, with configuration ``k_a2``)
-    and ``ib2`` (into the gathered representative cells of b, whose points came from
-    ``b2src``; ``b_cells[g*H + h]`` is the cell of b that cell (g, h) copied, g the row
-    group ``rg[k]``). Writes ``out = (ia_out, ib_out, kk_out)``: ia and k as found, ib
-    moved from the representative cell of b to cell ``k*P + p`` (the same position
-    within the identical cell; ``b_off`` is b's offsets)."""
+    and ``ib2`` (into b, in its representative cells: ``b_cells[g*H + h]`` is the cell
+    of b that cell (g, h) read, g the row group ``rg[k]``). Writes ``out = (ia_out,
+    ib_out, kk_out)``: ia and k as found, ib moved from the representative cell of b to
+    cell ``k*P + p`` (the same position within the identical cell; ``b_off`` is b's
+    offsets)."""
     W, P, H = shape
     cg, rg, b_cells = groups
     c_idx, ia2, ib2, ia_a2, k_a2 = result
-    b2src, b_off = b_map
     ia_out, ib_out, kk_out = out
     for w in range(W):
         for p in range(P):
@@ -106,7 +105,7 @@ def column_pointers(off, shape, groups, result, b_map, out):
                 k = k_a2[j]
                 ia_out[x] = ia_a2[j]
                 kk_out[x] = k
-                ib_out[x] = b_off[k * P + p] + (b2src[ib2[y]] - b_off[b_cells[rg[k] * H + h]])
+                ib_out[x] = b_off[k * P + p] + (ib2[y] - b_off[b_cells[rg[k] * H + h]])
 
 
 @jit

@@ -30,8 +30,8 @@ import numpy as np
 from frontier import _kernels as K_
 from frontier._copies import add_pairs, kernel_rows, shift_pointers
 from frontier._scans import reduce_sorted, sort_runs, thin_cells
-from frontier._table import (IDX, Table, cell_ids, offsets, radius_max, single_point_cells,
-                             transpose)
+from frontier._table import (IDX, Table, cell_ids, gather, offsets, radius_max,
+                             single_point_cells)
 
 __all__ = ["Shape", "MergeCounts", "reduce_cells", "cell_product", "translated", "union_all",
            "union_groups", "thin", "combine"]
@@ -43,6 +43,7 @@ _THREAD_MIN_WORK = 20_000        # estimated candidates below which one thread i
 SMALL_CELL_CANDIDATES = 256      # cells with at most this many candidates are sorted
 SINGLE_CELL_POINTS = 16          # one-point merges solved by repeated minima up to this
 HEAP_BUCKETS = 4                 # memory buckets per heap entry in front of the heap (0: none)
+COMBINE_BLOCK_POINTS = 1 << 22   # b's points per block of output columns in ``combine``
 
 
 @dataclass(frozen=True)
@@ -143,16 +144,29 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return _POOLS[threads]
 
 
-def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
-         threads: int, counts: Optional[MergeCounts], rel: float = 0.0):
-    """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k)."""
-    exact = budget <= 0 and rel <= 0 and a.radius is None and b.radius is None and (
+def _exact(a: Table, b: Table, mid: Optional[Table], budget: float, rel: float) -> bool:
+    """No radii anywhere and nothing to thin: the kernels' exact path."""
+    return budget <= 0 and rel <= 0 and a.radius is None and b.radius is None and (
         mid is None or mid.radius is None)
-    T = (_kernel_table(a, exact), _kernel_table(b, exact), _mid_rows(mid))
+
+
+def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
+         threads: int, counts: Optional[MergeCounts], rel: float = 0.0,
+         a_rows: Optional[tuple] = None, single: Optional[bool] = None):
+    """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k).
+
+    ``a_rows``: a's ``_kernel_table``, when the caller made it once for several runs;
+    ``single``: whether every cell of a, b and mid holds one point, when b is one block
+    of a larger table (``combine``'s column blocks) and the answer is the whole one's."""
+    exact = _exact(a, b, mid, budget, rel)
+    T = (_kernel_table(a, exact) if a_rows is None else a_rows, _kernel_table(b, exact),
+         _mid_rows(mid))
     bmap = np.ascontiguousarray(spec.bmap, dtype=IDX)
 
-    single = int(a.npoints == a.ncells and b.npoints == b.ncells and not (
-        mid is not None and mid.npoints != mid.ncells))
+    if single is None:
+        single = (a.npoints == a.ncells and b.npoints == b.ncells
+                  and not (mid is not None and mid.npoints != mid.ncells))
+    single = int(single)
 
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
@@ -327,34 +341,107 @@ def union_groups(a: Table, shape: Shape, group: np.ndarray, *, mid: Optional[Tab
     return t, ia, kk
 
 
+def _column_blocks(points: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Consecutive ranges of columns with at most ``limit`` points each (``points``: the
+    points per column), or more where one column alone has more."""
+    blocks, start, held = [], 0, 0
+    for p, n in enumerate(points.tolist()):
+        if p > start and held + n > limit:
+            blocks.append((start, p))
+            start, held = p, 0
+        held += n
+    blocks.append((start, len(points)))
+    return blocks
+
+
+def _assemble(parts: list, W: int, P: int):
+    """One table's columns and offsets (cells ``w*P + p``) from ``combine``'s column
+    blocks: ``parts`` holds per block ``[p0, p1, off, columns]``, its cells
+    ``w*(p1 - p0) + p``; the columns (memory, time, [radius,] ia, ib, k) are copied one
+    at a time, each block's freed once copied."""
+    counts = np.zeros((W, P), dtype=IDX)
+    for p0, p1, off, _ in parts:
+        counts[:, p0:p1] = np.diff(off).reshape(W, p1 - p0)
+    out_off = np.zeros(W * P + 1, dtype=IDX)
+    np.cumsum(counts.reshape(-1), out=out_off[1:])
+    n = int(out_off[-1])
+    out = []
+    for j in range(len(parts[0][3])):
+        dst = np.empty(n, dtype=parts[0][3][j].dtype)
+        for p0, p1, off, cols in parts:
+            src, Pc = cols[j], p1 - p0
+            for w in range(W):
+                s, e = off[w * Pc], off[(w + 1) * Pc]
+                at = out_off[w * P + p0]
+                dst[at:at + e - s] = src[s:e]
+            cols[j] = None
+            del src
+        out.append(dst)
+    return out, out_off
+
+
 def combine(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
             post: Optional[Table] = None, threads: int = 1, budget: float = 0.0,
-            counts: Optional[MergeCounts] = None, rel: float = 0.0):
+            counts: Optional[MergeCounts] = None, rel: float = 0.0,
+            b_cells: Optional[np.ndarray] = None):
     """Cell (w, p) of the result = reduce(U_k a[w,k] (x) mid[k] (x) b[k,p]) (x) post[p].
 
     ``a`` has cells ``w*K + k``, ``b`` cells ``k*P + p``; ``mid`` (K cells) and ``post``
     (P cells) must hold one point per cell. This is the kernel of node elimination
     (Eq. 4), branch elimination (Eq. 6 with a leaf) and one LDP step (Algorithm 3).
+    ``b_cells`` (K*P cell ids of ``b``): cell (k, p) is b's cell ``b_cells[k*P + p]``
+    instead, so that ``combine_grouped`` reads its representative cells in place.
+
+    The kernels read b by output column (cells ``p*K + k``), a copy of b laid out so;
+    past ``COMBINE_BLOCK_POINTS`` points that copy is made and merged a block of
+    columns at a time (each output cell reads its own column only, so the result is
+    the same): a fold of 394 configurations against an 88M-point edge table had made a
+    copy of 62M points, then its transpose and the kernels' rows (96 bytes a point in
+    all, about 6 GB).
 
     Returns:
         ``(table, ia, ib, k)``: the result with cells ``w*P + p`` and, per point, the flat
         index into ``a`` and ``b`` and the configuration k (index into ``mid``).
     """
     W, K, P = shape.W, shape.K, shape.P
-    assert a.ncells == W * K and b.ncells == K * P
+    assert a.ncells == W * K
+    if b_cells is None:
+        assert b.ncells == K * P
+        b_cells = np.arange(K * P, dtype=IDX)
+    b_cells = np.asarray(b_cells, dtype=IDX).reshape(K, P)
     if mid is not None:
         assert single_point_cells(mid) and mid.ncells == K
+    nb = b.counts()[b_cells]
     # Integers: numpy multiplies them in its own loop. A float product goes to BLAS,
     # whose idle threads then spin and take CPU from the kernels (4% of a run, seen).
-    work = a.counts().reshape(W, K).astype(IDX) @ b.counts().reshape(K, P).astype(IDX)
+    work = a.counts().reshape(W, K).astype(IDX) @ nb.astype(IDX)
     if post is not None:
         assert single_point_cells(post) and post.ncells == P
         budget = max(0.0, budget - radius_max(post))
-    spec = _Merge(K_.COMBINE, K, P, W * P, _EMPTY_IDX, work.reshape(-1).astype(float))
-    bt, bidx = transpose(b, K, P)      # cells p*K + k: a cell's blocks are contiguous
-    t, ia, ib, kk = _run(spec, a, bt, mid, budget=budget, threads=threads, counts=counts,
-                         rel=rel)
-    ib = bidx[ib]
+    single = (a.npoints == a.ncells and bool(np.all(nb == 1))
+              and not (mid is not None and mid.npoints != mid.ncells))
+    blocks = _column_blocks(nb.sum(axis=0), COMBINE_BLOCK_POINTS)
+    exact = _exact(a, b, mid, budget, rel)
+    a_rows = _kernel_table(a, exact) if len(blocks) > 1 else None
+    parts = []
+    for p0, p1 in blocks:
+        bt, bidx = gather(b, b_cells[:, p0:p1].T.reshape(-1))   # cells p*K + k
+        spec = _Merge(K_.COMBINE, K, p1 - p0, W * (p1 - p0), _EMPTY_IDX,
+                      work[:, p0:p1].reshape(-1).astype(float))
+        t, ia, ib, kk = _run(spec, a, bt, mid, budget=budget, threads=threads,
+                             counts=counts, rel=rel, a_rows=a_rows, single=single)
+        del bt
+        ib = bidx[ib]
+        del bidx
+        parts.append([p0, p1, t.off, [t.mem, t.time] + ([] if exact else [t.radius])
+                      + [ia, ib, kk]])
+        del t, ia, ib, kk
+    cols, off = parts[0][3], parts[0][2]
+    if len(parts) > 1:
+        cols, off = _assemble(parts, W, P)
+    del parts
+    t = Table(cols[0], cols[1], off, None if exact else cols[2])
+    ia, ib, kk = cols[-3:]
     if post is not None:
         pc = cell_ids(t) % P
         rad = None
