@@ -52,6 +52,7 @@ __all__ = ["merge_range", "grid_table", "COMBINE", "PRODUCT", "UNION", "GROUPS",
 SMALL_BUFFER = 256   # candidates a cell may have to be sorted instead of heaped (at most)
 MAX_BUCKETS = 1 << 16   # memory buckets in front of a cell's heap (at most)
 LEAPS = 2               # leader points a stream's next candidate is checked against
+U_SAMPLES = 4           # b points per block that sample U in _stream_caps (about)
 CAP_STRIDE = 16         # grid intervals a stream's cut is first sought by (_stream_caps)
 
 
@@ -494,11 +495,12 @@ def _stream_caps(where, T, grid, U, cap, exact, budget):
     the stream's b row) the row of a where each ends; returns False when it did not
     (then no stream is capped). ``where = (layout, bmap, c, live)``; ``grid = (tt, tu,
     (lo, delta, G))`` from ``grid_table`` over a's cells; ``U`` scratch; ``budget``:
-    the most grid work (steps) to spend.
+    the most grid rows of U to fill (times the grid's length).
 
     The output memory is cut into intervals ``[lo + h*delta, lo + (h+1)*delta)``. U[h]
     is the least ``t - r`` (exact: t) of the grid's sample candidates (a sample point of
-    a live block's a cell with each of its b points) that have memory below
+    a live block's a cell with about ``U_SAMPLES`` of its b points: any real candidates
+    make a valid U, and these cost a grid row each) that have memory below
     ``lo + (h-1)*delta``, i.e. at least delta below every candidate of interval h. A
     stream's candidates in interval h have time at least its staircase at the grid
     point above them and radius at most a's largest plus the b point's and mid's; when
@@ -522,7 +524,9 @@ def _stream_caps(where, T, grid, U, cap, exact, budget):
         mk = mid[0, k] if has_mid else 0.0
         for j in range(boff[bcell], boff[bcell + 1]):
             maxdm = max(maxdm, bv[j, 0] + mk)
-            nbp += 1
+        nbj = boff[bcell + 1] - boff[bcell]
+        stp = max(1, nbj // U_SAMPLES)              # as the rows of U are filled below
+        nbp += (nbj + stp - 1) // stp
     if not (maxdm >= 0.0 and maxdm / delta < len(U)):
         return False
     H = G + int(maxdm / delta) + 4
@@ -535,7 +539,9 @@ def _stream_caps(where, T, grid, U, cap, exact, budget):
         mk, tk, rk = 0.0, 0.0, 0.0
         if has_mid:
             mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
-        for j in range(boff[bcell], boff[bcell + 1]):
+        nbj = boff[bcell + 1] - boff[bcell]
+        stp = max(1, nbj // U_SAMPLES)
+        for j in range(boff[bcell], boff[bcell + 1], stp):
             dm = bv[j, 0] + mk
             sy = int(np.ceil(dm / delta)) + 1
             if exact:

@@ -68,13 +68,14 @@ def _combine(monkeypatch, on, a, b, shape, budget=0.0):
 
 @pytest.mark.parametrize("radius", [0.0, 0.5, 3.0])
 @pytest.mark.parametrize("budget", [0.0, 0.4])
-def test_cut_streams_keep_every_candidate_covered(monkeypatch, radius, budget):
+@pytest.mark.parametrize("nb", [2, 12])     # 12: U samples some of a b cell's points
+def test_cut_streams_keep_every_candidate_covered(monkeypatch, radius, budget, nb):
     rng = np.random.default_rng(5)
     W, K, P = 2, 12, 4
     fewer = 0
     for _ in range(5):
         a = _staircases(rng, W * K, 120, radius, 6.0)
-        b = _staircases(rng, K * P, 2, 0.0, 3.0)
+        b = _staircases(rng, K * P, nb, 0.0, 3.0)
         (t, ia, ib, kk), n_on = _combine(monkeypatch, True, a, b, Shape(W, K, P), budget)
         (t0, ia0, ib0, kk0), n_off = _combine(monkeypatch, False, a, b, Shape(W, K, P),
                                                budget)
