@@ -89,11 +89,13 @@ def _raise(of, last, need):
 
 
 @jit_leaf_inline
-def _next_stream(av, bv, blk, cur, v, exact):
+def _next_stream(av, bv, blk, cur, v, exact, cap, capped):
     """The first candidate of the block's next stream that can beat v (code -1: none),
     when ``cur`` is the first candidate of its stream, and the radius the streams
     skipped on the way need from the keeper (-inf: none). ``blk = (a0, a1, b0, b1, mid
-    memory, time, radius, a has radii, b has radii)``."""
+    memory, time, radius, a has radii, b has radii)``. When ``capped``, streams walking
+    a that ``cap`` ends at their first row (wholly covered, ``_stream_caps``) are passed
+    over."""
     a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
     code, i, j = cur[2], cur[3], cur[4]
     ta_last, tb_last = av[a1 - 1, 1] + tk, bv[b1 - 1, 1]
@@ -126,6 +128,9 @@ def _next_stream(av, bv, blk, cur, v, exact):
     else:
         while ta_last + bv[s, 1] >= v:
             need = max(need, (bv[s, 2] - bv[s, 1]) + (rk - tk) + av[a0, 3] + v)
+            s += 1
+    if capped:                               # later streams are faster: they beat v too
+        while s < b1 and cap[s] <= a0:
             s += 1
     if s < b1:
         return ((av[a0, 0] + mk) + bv[s, 0], (av[a0, 1] + tk) + bv[s, 1], code, a0,
@@ -348,7 +353,7 @@ def _merge_cell(where, T, buf, state):
                a_rad, b_rad)
         nxt1 = (np.inf, np.inf, -1, -1, -1)
         if code & 1:                             # the block's next stream, if it can win
-            nxt1, need = _next_stream(av, bv, blk, cur, v, exact)
+            nxt1, need = _next_stream(av, bv, blk, cur, v, exact, cap, capped)
             if last >= 0 and need > of[last, 2]:
                 of[last, 2] = need
         r = 0.0 if exact else (av[i, 2] + rk) + bv[j, 2]

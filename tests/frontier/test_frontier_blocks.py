@@ -104,7 +104,7 @@ compiled, not read from numba's cache) must call none."""
     push(hf, hx, 0, key)
     av = np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
     blk = (0, 2, 0, 2, 0.0, 0.0, 0.0, False, False)
-    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][2] == 1
+    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True, np.zeros(1, dtype=np.int64), False)[0][2] == 1
     assert _next_in_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True, 2, 0.0)[0][4] == 1
     assert f0_covers(np.array([[0.0], [1.0], [0.0]]), 1, 1.0, 1.0, 0.0, True)
     for fn in (block_of, enqueue, refill, root, pop, push, _next_stream, _next_in_stream,

@@ -136,3 +136,22 @@ def test_epsilon_covers_every_exact_point_with_cut_streams(monkeypatch):
     for m, t in ref:
         assert any(am <= m * (1 + 1e-12) and at <= t + r + 1e-12
                    for (am, at), r in zip(res.points, res.radii))
+
+
+def test_next_stream_passes_over_streams_cut_at_their_first_row():
+    """A block whose streams walk a: the next stream after b point 0 is b point 1,
+    unless ``cap`` ends b point 1's stream at a's first row (then 2), and only when
+    the caps are in use."""
+    from frontier._kernels import _next_stream
+
+    av = np.array([[float(i), 10.0 - i, 0.0, 0.0] for i in range(6)])
+    bv = np.array([[0.0, 3.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0], [2.0, 1.0, 0.0, 0.0]])
+    blk = (0, 6, 0, 3, 0.0, 0.0, 0.0, False, False)
+    cur = (0.0, 13.0, 1, 0, 0)
+    cap = np.array([6, 0, 6], dtype=np.int64)
+    for exact in (True, False):
+        assert _next_stream(av, bv, blk, cur, np.inf, exact, cap, False)[0][4] == 1
+        assert _next_stream(av, bv, blk, cur, np.inf, exact, cap, True)[0][4] == 2
+        cap[2] = 0                                  # both cut: no next stream
+        assert _next_stream(av, bv, blk, cur, np.inf, exact, cap, True)[0][2] == -1
+        cap[2] = 6
