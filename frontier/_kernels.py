@@ -139,11 +139,10 @@ def _next_stream(av, bv, blk, cur, v, exact, cap, capped):
 
 
 @jit_leaf_inline
-def _next_in_stream(av, bv, blk, cur, v, exact, aend, rmax_a):
+def _next_in_stream(av, bv, blk, cur, v, exact, aend):
     """The next candidate of ``cur``'s stream that can beat v (code -1: none), and the
     radius the candidates skipped on the way need from the keeper (-inf: none). A
-    stream walking a ends at row ``aend`` (<= a1: its rest retired, ``_stream_caps``);
-    ``rmax_a``: the largest radius of its a cell."""
+    stream walking a ends at row ``aend`` (<= a1: its rest retired, ``_stream_caps``)."""
     a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
     code, i, j = cur[2], cur[3], cur[4]
     x2 = code - (code & 1)                   # the block's code for later candidates
@@ -186,8 +185,11 @@ def _next_in_stream(av, bv, blk, cur, v, exact, aend, rmax_a):
     if exact:
         s = _first_below(av, tk, tb, s, a1, v)
     elif ta_last + tb >= v:                  # the rest of the stream is dominated
-        if a1 < blk[1]:                      # (cut: the suffix maxima would run on
-            need = (rmax_a + rb) + (v - (ta_last + tb))    # past the cut)
+        if a1 < blk[1]:                      # cut: the suffix maxima would run on past
+            most = -np.inf                   # the cut, onto faster points
+            for x in range(s, a1):
+                most = max(most, av[x, 2] - av[x, 1])
+            need = (rb - tk - tb) + most + v
         else:
             need = (rb - tk - tb) + av[s, 3] + v
         s = a1
@@ -320,7 +322,6 @@ def _merge_cell(where, T, buf, state):
     (hf, hx), Q, of, oi = buf
     nout, (budget, rel), exact, (lo, scale, nb) = state
     av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
-    asum = T[0][2]
     has_mid, a_rad, b_rad = mid.shape[1] > 0, layout[8], layout[9]
     wq = cell_row(layout, c)
     examined = 0
@@ -379,7 +380,7 @@ def _merge_cell(where, T, buf, state):
         aend = blk[1]
         if capped and blk[1] - blk[0] > blk[3] - blk[2]:   # a stream walking a: its cap
             aend = min(aend, cap[j])
-        nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact, aend, asum[6, acell])
+        nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact, aend)
         if last >= 0 and need > of[last, 2]:
             of[last, 2] = need
         if lead and nxt2[2] >= 0 and (lcur[2] >> 1 != code >> 1 or lcur[3] != i

@@ -154,7 +154,10 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 def _grid(spec: _Merge, a: Table, b: Table, ka: tuple, exact: bool) -> tuple:
     """``merge_range``'s grid over a's cells (``_kernels.grid_table``), or none: only
     for a COMBINE with long cells of a, each used by several output cells, and short
-    cells of b (the streams then walk a, and their tails can be retired)."""
+    cells of b (the streams then walk a, and their tails can be retired). Not with a
+    relative budget (``_run`` passes none): radii then grow with time, and the cut
+    takes a cell's largest radius for every interval, so it cut little and cost more
+    than it saved (``hard:chain:100:256``, ``--relative``: 4.6 s -> 6.8 s CPU)."""
     if spec.mode != K_.COMBINE or a.npoints == 0 or b.npoints == 0:
         return _NO_GRID
     per_a = a.npoints / a.ncells
@@ -181,7 +184,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
 
     single = int(a.npoints == a.ncells and b.npoints == b.ncells and not (
         mid is not None and mid.npoints != mid.ncells))
-    grid = _grid(spec, a, b, T[0], exact)
+    grid = _NO_GRID if rel > 0 else _grid(spec, a, b, T[0], exact)
 
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,

@@ -155,3 +155,22 @@ def test_next_stream_passes_over_streams_cut_at_their_first_row():
         cap[2] = 0                                  # both cut: no next stream
         assert _next_stream(av, bv, blk, cur, np.inf, exact, cap, True)[0][2] == -1
         cap[2] = 6
+
+
+def test_no_grid_with_a_relative_budget(monkeypatch):
+    """With a relative budget the radii grow with time and a cut would take a cell's
+    largest radius everywhere: the grid is not used (the same candidates as without
+    it), while the same COMBINE with an absolute budget uses it."""
+    rng = np.random.default_rng(8)
+    W, K, P = 1, 12, 4
+    a = _staircases(rng, W * K, 120, 0.5, 6.0)
+    b = _staircases(rng, K * P, 2, 0.0, 3.0)
+    counts = {}
+    for on in (True, False):
+        for rel in (0.0, 0.05):
+            _force_grid(monkeypatch, on)
+            mc = MergeCounts()
+            combine(a, b, Shape(W, K, P), budget=0.4, rel=rel, counts=mc)
+            counts[on, rel] = mc.candidates
+    assert counts[True, 0.05] == counts[False, 0.05]
+    assert counts[True, 0.0] < counts[False, 0.0]
