@@ -50,6 +50,7 @@ GRID_MIN_POINTS = 64
 GRID_MIN_USES = 8
 GRID_MAX_SHORT = 32
 GRID_MAX = 4096                  # grid points at most (about one per point of a's cells)
+GRID_MAX_ENTRIES = 1 << 22       # cells x grid points at most (two float tables: 64 MiB)
 _NO_GRID = (np.full((0, 0), np.inf), np.full((0, 0), np.inf), np.zeros(3))
 
 
@@ -167,7 +168,7 @@ def _grid(spec: _Merge, a: Table, b: Table, ka: tuple, exact: bool) -> tuple:
     vals, off = ka[0], ka[1]
     lo, hi = float(vals[:, 0].min()), float(vals[:, 0].max())
     G = int(min(GRID_MAX, per_a))
-    if not (hi > lo and np.isfinite(hi - lo)):
+    if not (hi > lo and np.isfinite(hi - lo)) or a.ncells * (G + 2) > GRID_MAX_ENTRIES:
         return _NO_GRID
     delta = (hi - lo) / G
     tt, tu = K_.grid_table(vals, off, lo, delta, G, exact)

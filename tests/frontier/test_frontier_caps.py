@@ -174,3 +174,19 @@ def test_no_grid_with_a_relative_budget(monkeypatch):
             counts[on, rel] = mc.candidates
     assert counts[True, 0.05] == counts[False, 0.05]
     assert counts[True, 0.0] < counts[False, 0.0]
+
+
+def test_no_grid_past_its_size_limit(monkeypatch):
+    """The grid's tables (cells x grid points) stay within GRID_MAX_ENTRIES: past it the
+    merge runs without them (the same candidates as with the grid off)."""
+    rng = np.random.default_rng(9)
+    a = _staircases(rng, 12, 120, 0.5, 6.0)
+    b = _staircases(rng, 12 * 4, 2, 0.0, 3.0)
+    counts = []
+    for on, limit in ((True, 1 << 22), (True, 12 * 50), (False, 1 << 22)):
+        _force_grid(monkeypatch, on)
+        monkeypatch.setattr(_values, "GRID_MAX_ENTRIES", limit)
+        mc = MergeCounts()
+        combine(a, b, Shape(1, 12, 4), budget=0.4, counts=mc)
+        counts.append(mc.candidates)
+    assert counts[0] < counts[1] == counts[2]
