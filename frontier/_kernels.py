@@ -33,7 +33,8 @@ releases the GIL, so threads can run cell ranges side by side, and is cached on 
 
 Usage (``_values`` prepares the arguments)::
 
-    f, i, off, counts, gap = merge_range(layout, bmap, (A, B, mid), budget, rel, exact)
+    f, i, off, counts, gap = merge_range(layout, bmap, (A, B, mid), budget, rel, exact,
+                                         grid)
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ from frontier._heap import (bucket_of, clear_buckets, enqueue, grow_heap, grow_r
                             new_buckets, new_heap, pop, refill, root)
 from frontier._jit import jit, jit_inline, jit_leaf, jit_leaf_inline
 
-__all__ = ["merge_range", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
+__all__ = ["merge_range", "grid_table", "COMBINE", "PRODUCT", "UNION", "GROUPS", "SMALL_BUFFER"]
 
 SMALL_BUFFER = 256   # candidates a cell may have to be sorted instead of heaped (at most)
 MAX_BUCKETS = 1 << 16   # memory buckets in front of a cell's heap (at most)
 LEAPS = 2               # leader points a stream's next candidate is checked against
+U_SAMPLES = 4           # b points per block that sample U in _stream_caps (about)
+CAP_STRIDE = 16         # grid intervals a stream's cut is first sought by (_stream_caps)
 
 
 @jit_inline
@@ -86,11 +89,13 @@ def _raise(of, last, need):
 
 
 @jit_leaf_inline
-def _next_stream(av, bv, blk, cur, v, exact):
+def _next_stream(av, bv, blk, cur, v, exact, cap, capped):
     """The first candidate of the block's next stream that can beat v (code -1: none),
     when ``cur`` is the first candidate of its stream, and the radius the streams
     skipped on the way need from the keeper (-inf: none). ``blk = (a0, a1, b0, b1, mid
-    memory, time, radius, a has radii, b has radii)``."""
+    memory, time, radius, a has radii, b has radii)``. When ``capped``, streams walking
+    a that ``cap`` ends at their first row (wholly covered, ``_stream_caps``) are passed
+    over."""
     a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
     code, i, j = cur[2], cur[3], cur[4]
     ta_last, tb_last = av[a1 - 1, 1] + tk, bv[b1 - 1, 1]
@@ -124,6 +129,9 @@ def _next_stream(av, bv, blk, cur, v, exact):
         while ta_last + bv[s, 1] >= v:
             need = max(need, (bv[s, 2] - bv[s, 1]) + (rk - tk) + av[a0, 3] + v)
             s += 1
+    if capped:                               # later streams are faster: they beat v too
+        while s < b1 and cap[s] <= a0:
+            s += 1
     if s < b1:
         return ((av[a0, 0] + mk) + bv[s, 0], (av[a0, 1] + tk) + bv[s, 1], code, a0,
                 s), need
@@ -131,9 +139,10 @@ def _next_stream(av, bv, blk, cur, v, exact):
 
 
 @jit_leaf_inline
-def _next_in_stream(av, bv, blk, cur, v, exact):
+def _next_in_stream(av, bv, blk, cur, v, exact, aend):
     """The next candidate of ``cur``'s stream that can beat v (code -1: none), and the
-    radius the candidates skipped on the way need from the keeper (-inf: none)."""
+    radius the candidates skipped on the way need from the keeper (-inf: none). A
+    stream walking a ends at row ``aend`` (<= a1: its rest retired, ``_stream_caps``)."""
     a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
     code, i, j = cur[2], cur[3], cur[4]
     x2 = code - (code & 1)                   # the block's code for later candidates
@@ -167,6 +176,7 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
         if s < b1:
             return ((av[i, 0] + mk) + bv[s, 0], ta + bv[s, 1], x2, i, s), need
         return (np.inf, np.inf, -1, -1, -1), need
+    a1 = aend
     s = i + 1                                # walking a
     if s >= a1:
         return (np.inf, np.inf, -1, -1, -1), need
@@ -174,8 +184,14 @@ def _next_in_stream(av, bv, blk, cur, v, exact):
     rb = bv[j, 2] + rk
     if exact:
         s = _first_below(av, tk, tb, s, a1, v)
-    elif ta_last + tb >= v:
-        need = (rb - tk - tb) + av[s, 3] + v
+    elif ta_last + tb >= v:                  # the rest of the stream is dominated
+        if a1 < blk[1]:                      # cut: the suffix maxima would run on past
+            most = -np.inf                   # the cut, onto faster points
+            for x in range(s, a1):
+                most = max(most, av[x, 2] - av[x, 1])
+            need = (rb - tk - tb) + most + v
+        else:
+            need = (rb - tk - tb) + av[s, 3] + v
         s = a1
     elif not blk[7]:
         s2 = _first_below(av, tk, tb, s, a1, v)
@@ -232,14 +248,14 @@ def _leader_point(av, bv, lblk, lcur, m):
 
 
 @jit_leaf_inline
-def _leap(av, bv, lblk, lcur, blk, x, exact):
+def _leap(av, bv, lblk, lcur, blk, x, exact, aend):
     """``x``, the next candidate of a stream of block ``blk``, or a later one of that
     stream: the candidates the leader's point y (``_leader_point`` at x's memory)
     stands for are left out. y comes before them in the merge's order, is no slower,
     and (unless ``exact``) its own radius covers theirs (``r + t_y - t <= r_y``), so
     whatever kept point stands for y stands for them too; exact, they would have been
     dominated. Up to ``LEAPS`` leader points, each a run of the stream; code -1: the
-    stream's rest is left out."""
+    stream's rest is left out. A stream walking a ends at row ``aend``."""
     a0, a1, b0, b1, mk, tk, rk = blk[0], blk[1], blk[2], blk[3], blk[4], blk[5], blk[6]
     walk_b = a1 - a0 <= b1 - b0
     for _ in range(LEAPS):
@@ -259,12 +275,12 @@ def _leap(av, bv, lblk, lcur, blk, x, exact):
             x = (ma + bv[j, 0], ta + bv[j, 1], x[2], i, j)
         else:
             tb, rb, mb = bv[j, 1], bv[j, 2], bv[j, 0]
-            while i < a1 and (av[i, 1] + tk) + tb >= ty and (
+            while i < aend and (av[i, 1] + tk) + tb >= ty and (
                     exact or ((av[i, 2] + rk) + rb) + (ty - ((av[i, 1] + tk) + tb)) <= ry):
                 i += 1
             if i == x[3]:
                 return x
-            if i >= a1:
+            if i >= aend:
                 return (np.inf, np.inf, -1, -1, -1)
             x = ((av[i, 0] + mk) + mb, (av[i, 1] + tk) + tb, x[2], i, j)
     return x
@@ -291,7 +307,9 @@ def _merge_cell(where, T, buf, state):
     """The heap merge of output cell c's live blocks into ``of``, ``oi`` from row
     ``nout`` on (room assumed, for outputs and queue entries).
 
-    ``where = (layout, bmap, c, live, corner)``; ``T = (A, B, mid)``;
+    ``where = (layout, bmap, c, live, corner, cap, capped)`` (``cap``: where each
+    stream walking a ends, by its b row, when ``capped``; ``_stream_caps``);
+    ``T = (A, B, mid)``;
     ``buf = ((hf, hx), (lf, lx, nxt, head, bits), of, oi)``: the heap and the bucket lists
     in front of it (``_heap``); ``state = (nout, (budget, rel), exact, (lo, scale, nb))``:
     the buckets (one: the heap alone). Returns (the new nout, candidates examined, the
@@ -300,7 +318,7 @@ def _merge_cell(where, T, buf, state):
     array is reassigned in a loop, taken out of a tuple, or passed to a function it
     inlines itself (``_jit``); the atomic counts took most of the time before.
     """
-    layout, bmap, c, live, corner = where
+    layout, bmap, c, live, corner, cap, capped = where
     (hf, hx), Q, of, oi = buf
     nout, (budget, rel), exact, (lo, scale, nb) = state
     av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
@@ -336,7 +354,7 @@ def _merge_cell(where, T, buf, state):
                a_rad, b_rad)
         nxt1 = (np.inf, np.inf, -1, -1, -1)
         if code & 1:                             # the block's next stream, if it can win
-            nxt1, need = _next_stream(av, bv, blk, cur, v, exact)
+            nxt1, need = _next_stream(av, bv, blk, cur, v, exact, cap, capped)
             if last >= 0 and need > of[last, 2]:
                 of[last, 2] = need
         r = 0.0 if exact else (av[i, 2] + rk) + bv[j, 2]
@@ -359,12 +377,15 @@ def _merge_cell(where, T, buf, state):
             nout += 1
             v = t
             lblk, lcur, lead = blk, cur, True
-        nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact)
+        aend = blk[1]
+        if capped and blk[1] - blk[0] > blk[3] - blk[2]:   # a stream walking a: its cap
+            aend = min(aend, cap[j])
+        nxt2, need = _next_in_stream(av, bv, blk, cur, v, exact, aend)
         if last >= 0 and need > of[last, 2]:
             of[last, 2] = need
         if lead and nxt2[2] >= 0 and (lcur[2] >> 1 != code >> 1 or lcur[3] != i
                                       or lcur[4] != j):
-            nxt2 = _leap(av, bv, lblk, lcur, blk, nxt2, exact)
+            nxt2 = _leap(av, bv, lblk, lcur, blk, nxt2, exact, aend)
         # Go on with the least of the successors and the queue, touching the queue only
         # when needed (a block often wins several times in a row). An entry of the
         # heap's bucket or before goes to the heap, a later one to its bucket's list.
@@ -449,6 +470,148 @@ def _keep_sorted(out, small, n, bounds, exact):
 
 
 @jit
+def grid_table(vals, off, lo, delta, G, exact):
+    """``(tt, tu)``, each (cells x G+2), for ``_stream_caps``: per cell of a table
+    (``vals``, ``off`` as the kernels take it) and grid memory ``lo + g * delta`` (g <= G),
+    the time of the cell's last point with no more memory than that (its staircase
+    there: inf when none) and that point's time - radius (``exact``: its time). Column
+    G+1 of ``tt`` is the cell's least time (inf when empty)."""
+    n = len(off) - 1
+    tt = np.full((n, G + 2), np.inf)
+    tu = np.full((n, G + 2), np.inf)
+    for c in range(n):
+        x0, x1 = off[c], off[c + 1]
+        x = x0
+        for g in range(G + 1):
+            m = lo + g * delta
+            while x < x1 and vals[x, 0] <= m:
+                x += 1
+            if x > x0:
+                tt[c, g] = vals[x - 1, 1]
+                tu[c, g] = vals[x - 1, 1] if exact else vals[x - 1, 1] - vals[x - 1, 2]
+        if x1 > x0:
+            tt[c, G + 1] = vals[x1 - 1, 1]
+            tu[c, G + 1] = tu[c, G]
+    return tt, tu
+
+
+@jit_leaf
+def _stream_caps(where, T, grid, U, cap, exact, budget):
+    """Retires the tails of output cell c's streams that walk a: writes to ``cap`` (by
+    the stream's b row) the row of a where each ends; returns False when it did not
+    (then no stream is capped). ``where = (layout, bmap, c, live)``; ``grid = (tt, tu,
+    (lo, delta, G))`` from ``grid_table`` over a's cells; ``U`` scratch; ``budget``:
+    the most grid rows of U to fill (times the grid's length).
+
+    The output memory is cut into intervals ``[lo + h*delta, lo + (h+1)*delta)``. U[h]
+    is the least ``t - r`` (exact: t) of the grid's sample candidates (a sample point of
+    a live block's a cell with about ``U_SAMPLES`` of its b points: any real candidates
+    make a valid U, and these cost a grid row each) that have memory below
+    ``lo + (h-1)*delta``, i.e. at least delta below every candidate of interval h. A
+    stream's candidates in interval h have time at least its staircase at the grid
+    point above them and radius at most a's largest plus the b point's and mid's; when
+    even so ``t - r`` is at least U[h] (exact: t above U[h]), some candidate z with less
+    memory has ``r + t_z - t <= r_z`` (exact: is faster), so z stands for every
+    candidate of the interval as the keepers stand for the points they drop (see
+    ``f0_covers``). A stream is cut where every interval from there on is covered; z
+    has less memory than the candidate it covers, so chains of such covers end at a
+    candidate that is merged. Exact, the kept points are those of the full merge."""
+    layout, bmap, c, live = where
+    tt, tu, prm = grid
+    lo, delta, G = prm[0], prm[1], int(prm[2])
+    av, aoff, bv, boff, mid = T[0][0], T[0][1], T[1][0], T[1][1], T[2]
+    asum = T[0][2]
+    has_mid = mid.shape[1] > 0
+    wq = cell_row(layout, c)
+    maxdm = 0.0
+    nbp = 0
+    for s in range(len(live)):
+        acell, bcell, k = block_in(layout, bmap, c, wq, live[s])
+        mk = mid[0, k] if has_mid else 0.0
+        for j in range(boff[bcell], boff[bcell + 1]):
+            maxdm = max(maxdm, bv[j, 0] + mk)
+        nbj = boff[bcell + 1] - boff[bcell]
+        stp = max(1, nbj // U_SAMPLES)              # as the rows of U are filled below
+        nbp += (nbj + stp - 1) // stp
+    if not (maxdm >= 0.0 and maxdm / delta < len(U)):
+        return False
+    H = G + int(maxdm / delta) + 4
+    if H > len(U) or nbp * H > budget:
+        return False
+    for h in range(H):
+        U[h] = np.inf
+    for s in range(len(live)):
+        acell, bcell, k = block_in(layout, bmap, c, wq, live[s])
+        mk, tk, rk = 0.0, 0.0, 0.0
+        if has_mid:
+            mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
+        nbj = boff[bcell + 1] - boff[bcell]
+        stp = max(1, nbj // U_SAMPLES)
+        for j in range(boff[bcell], boff[bcell + 1], stp):
+            dm = bv[j, 0] + mk
+            sy = int(np.ceil(dm / delta)) + 1
+            if exact:
+                add1, add2 = tk, bv[j, 1]
+            else:
+                add1, add2 = tk - rk, bv[j, 1] - bv[j, 2]
+            h0 = max(sy, 0)
+            h1 = min(H, sy + G + 1)
+            for h in range(h0, h1):         # g = h - sy <= G
+                val = (tu[acell, h - sy] + add1) + add2
+                U[h] = min(U[h], val)
+            if h1 < H:
+                val = (tu[acell, G] + add1) + add2
+                for h in range(h1, H):
+                    U[h] = min(U[h], val)
+    for s in range(len(live)):
+        acell, bcell, k = block_in(layout, bmap, c, wq, live[s])
+        a0, a1 = aoff[acell], aoff[acell + 1]
+        b0, b1 = boff[bcell], boff[bcell + 1]
+        if a1 - a0 <= b1 - b0:                  # its streams walk b: not capped
+            continue
+        mk, tk, rk = 0.0, 0.0, 0.0
+        if has_mid:
+            mk, tk, rk = mid[0, k], mid[1, k], mid[2, k]
+        for j in range(b0, b1):
+            dm = bv[j, 0] + mk
+            f = int(np.floor(dm / delta))
+            tb = bv[j, 1]
+            marg = 0.0 if exact else (asum[6, acell] + rk) + bv[j, 2]
+            h = H - 1
+            while h >= 0:
+                g2 = h + 2 - f
+                if g2 < 0:                      # no point of the stream this low
+                    h = -1
+                    break
+                lb = (tt[acell, min(g2, G + 1)] + tk) + tb
+                # Intervals h-STRIDE+1 .. h at once: lb and U fall as h grows, so the
+                # interval's own lb is at least this one and its U at most U[h2].
+                h2 = h - CAP_STRIDE + 1
+                if h2 >= 0 and (lb > U[h2] if exact else lb - marg >= U[h2]):
+                    h = h2 - 1
+                    continue
+                if exact:
+                    if not lb > U[h]:
+                        break
+                elif not lb - marg >= U[h]:
+                    break
+                h -= 1
+            if h + 1 >= H:
+                cap[j] = a1
+                continue
+            m0 = lo + (h + 2) * delta           # every candidate from here is covered
+            x0, x1 = a0, a1                     # the first row of a at or above m0
+            while x0 < x1:
+                xm = (x0 + x1) >> 1
+                if (av[xm, 0] + mk) + bv[j, 0] >= m0:
+                    x1 = xm
+                else:
+                    x0 = xm + 1
+            cap[j] = x0
+    return True
+
+
+@jit
 def _buckets(want, corner, live, nlive):
     """``(nb, lo, scale)``: about ``want`` buckets (at least 1, at most
     ``MAX_BUCKETS``) over the memory of the live blocks' candidates, from their least
@@ -491,12 +654,14 @@ def _warm_rows(T, layout, c, first):
 
 
 @jit
-def merge_range(layout, bmap, T, budget, rel, exact):
+def merge_range(layout, bmap, T, budget, rel, exact, grid):
     """Output cells ``layout[3]`` .. ``layout[4] - 1`` of a merge (see module doc).
 
     Args:
         layout: int array ``(mode, K, P, c0, c1, single, small, single_max, a_rad,
-            b_rad, buckets)``; ``bmap``: see ``block_of``. single: 1 when every cell of a and b
+            b_rad, buckets)``; ``bmap``: see ``block_of``. grid: ``(tt, tu, (lo,
+            delta, G))`` from ``grid_table`` over a's cells, to retire streams' tails
+            (``_stream_caps``; COMBINE only), or G = 0: none. single: 1 when every cell of a and b
             holds one point (COMBINE only); then cells whose frontier has at most
             ``single_max`` points are solved by repeated minima. Cells with at most
             ``small`` candidates (<= ``SMALL_BUFFER``) are sorted instead of heaped.
@@ -527,6 +692,10 @@ def merge_range(layout, bmap, T, budget, rel, exact):
     warm = np.zeros(1)                          # what _warm_rows read (kept: not dead code)
     small = (np.empty((3, SMALL_BUFFER)), np.empty((3, SMALL_BUFFER), dtype=np.int64),
              np.empty(SMALL_BUFFER, dtype=np.int64), np.empty((3, SMALL_BUFFER)))
+    G = int(grid[2][2])
+    use_grid = layout[0] == COMBINE and G > 0
+    U = np.empty(4 * G + 8 if use_grid else 1)
+    cap = np.empty(len(T[1][0]) if use_grid else 1, dtype=np.int64)
     nout = 0
     examined = 0
     merged = 0
@@ -560,7 +729,11 @@ def merge_range(layout, bmap, T, budget, rel, exact):
             if len(H[0]) > len(Q[0]) or nb > len(Q[3]):
                 Q = new_buckets(len(H[0]), max(nb, len(Q[3])))
             clear_buckets(Q[4], nb, Q[2], streams + nlive + 2)
-            nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner), T,
+            capped = False
+            if use_grid:                            # grid steps: at most twice the candidates
+                capped = _stream_caps((layout, bmap, c, live[:nlive]), T, grid, U, cap,
+                                      exact, 2 * total)
+            nout, n, g = _merge_cell((layout, bmap, c, live[:nlive], corner, cap, capped), T,
                                      (H, Q, of, oi), (nout, (budget, rel), exact, (lo, scale, nb)))
         examined += n
         gap = max(gap, g)

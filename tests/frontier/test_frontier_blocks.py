@@ -104,8 +104,8 @@ compiled, not read from numba's cache) must call none."""
     push(hf, hx, 0, key)
     av = np.array([[0.0, 2.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
     blk = (0, 2, 0, 2, 0.0, 0.0, 0.0, False, False)
-    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][2] == 1
-    assert _next_in_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True)[0][4] == 1
+    assert _next_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True, np.zeros(1, dtype=np.int64), False)[0][2] == 1
+    assert _next_in_stream(av, av, blk, (0.0, 4.0, 1, 0, 0), np.inf, True, 2)[0][4] == 1
     assert f0_covers(np.array([[0.0], [1.0], [0.0]]), 1, 1.0, 1.0, 0.0, True)
     for fn in (block_of, enqueue, refill, root, pop, push, _next_stream, _next_in_stream,
                f0_covers):
@@ -165,7 +165,7 @@ def test_stream_step_skips_a_dominated_run_with_the_loop_s_radius(walk_a):
         while s < n and (long[s, 1] + add1) + add2 >= v:
             need = max(need, ((rad + long[s, 2]) + v) - ((long[s, 1] + add1) + add2))
             s += 1
-        nxt, got = _next_in_stream(av, bv, blk, cur, v, False)
+        nxt, got = _next_in_stream(av, bv, blk, cur, v, False, blk[1])
         if (long[n - 1, 1] + add1) + add2 >= v:               # all dominated: no next
             assert nxt[2] == -1
             continue
