@@ -24,6 +24,7 @@ from typing import Callable
 from tensoropt.graph import Tensor, get_default_graph, variable_scope
 from tensoropt.initializers import zeros_initializer
 from tensoropt.ops import conv_ops, nn_ops
+from tensoropt.ops._common import as_tensor
 from tensoropt.ops.array_ops import reshape
 from tensoropt.ops.math_ops import matmul
 from tensoropt.ops.source_ops import get_variable
@@ -32,9 +33,7 @@ __all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "
 
 
 def _tensor(kind: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise ValueError(f"layers.{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
-    return x
+    return as_tensor(f"layers.{kind}", x)
 
 
 def _layer_name(kind: str, name: str | None) -> str:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["op_error", "broadcast_shapes", "normalize_axis", "prod", "tf1_alias"]
+from tensoropt.graph import Tensor
+
+__all__ = ["as_tensor", "op_error", "broadcast_shapes", "normalize_axis", "prod", "tf1_alias"]
+
+
+def as_tensor(kind: str, x) -> Tensor:
+    """``x`` if it is a recorded tensor, else a ValueError naming ``kind`` and what was given."""
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
+    return x
 
 
 def op_error(op, problem: str, expected: str) -> ValueError:

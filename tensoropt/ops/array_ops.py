@@ -8,8 +8,8 @@ Usage::
 
 from __future__ import annotations
 
-from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import normalize_axis, op_error, prod
+from tensoropt.graph import get_default_graph
+from tensoropt.ops._common import as_tensor, normalize_axis, op_error, prod
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace
 
@@ -176,29 +176,23 @@ class SplitDef(OpDef):
         return list(tf.split(inputs[0], list(op.attrs["sizes"]), axis=op.attrs["axis"]))
 
 
-def _check(kind, x):
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__}")
-    return x
-
-
 def reshape(tensor, shape, name=None):
-    return get_default_graph().create_op("reshape", [_check("reshape", tensor)],
+    return get_default_graph().create_op("reshape", [as_tensor("reshape", tensor)],
                                          {"shape": tuple(int(d) for d in shape)}, name=name).outputs[0]
 
 
 def transpose(a, perm=None, name="transpose"):
-    return get_default_graph().create_op("transpose", [_check("transpose", a)], {"perm": perm},
+    return get_default_graph().create_op("transpose", [as_tensor("transpose", a)], {"perm": perm},
                                          name=name).outputs[0]
 
 
 def concat(values, axis, name="concat"):
-    return get_default_graph().create_op("concat", [_check("concat", v) for v in values],
+    return get_default_graph().create_op("concat", [as_tensor("concat", v) for v in values],
                                          {"axis": int(axis)}, name=name).outputs[0]
 
 
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     sizes = num_or_size_splits if isinstance(num_or_size_splits, int) else tuple(num_or_size_splits)
-    op = get_default_graph().create_op("split", [_check("split", value)],
+    op = get_default_graph().create_op("split", [as_tensor("split", value)],
                                        {"num_or_size_splits": sizes, "axis": int(axis)}, name=name)
     return list(op.outputs)

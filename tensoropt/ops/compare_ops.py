@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from tensoropt.dtypes import as_dtype, bool_, float32, int64
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, tf1_alias
+from tensoropt.ops._common import as_tensor, broadcast_shapes, normalize_axis, op_error, tf1_alias
 from tensoropt.ops.math_ops import BinaryDef, binary
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
@@ -24,11 +24,6 @@ from tensoropt.ops.space import IterationSpace, elementwise_space
 __all__ = ["argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
            "cast", "one_hot", "where", "where_v2"]
 
-
-def _tensor(kind: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
-    return x
 
 
 class ArgDef(OpDef):
@@ -66,7 +61,7 @@ class ArgMinDef(ArgDef):
 
 
 def _arg(kind, input, axis, name, dimension, output_type) -> Tensor:
-    x = _tensor(kind, input)
+    x = as_tensor(kind, input)
     axis = tf1_alias(kind, "axis", axis, "dimension", dimension, default=0)
     output_type = as_dtype(output_type)
     if output_type.is_floating or output_type == bool_:
@@ -132,7 +127,7 @@ class CastDef(OpDef):
 
 
 def cast(x, dtype, name=None):
-    return get_default_graph().create_op("cast", [_tensor("cast", x)], {"dtype": as_dtype(dtype)},
+    return get_default_graph().create_op("cast", [as_tensor("cast", x)], {"dtype": as_dtype(dtype)},
                                          name=name or "Cast").outputs[0]
 
 
@@ -165,7 +160,7 @@ class OneHotDef(OpDef):
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """``tf.one_hot`` along a new last axis (``axis`` -1 or None only)."""
-    x = _tensor("one_hot", indices)
+    x = as_tensor("one_hot", indices)
     if axis not in (None, -1):
         raise ValueError(f"one_hot: axis={axis!r}; TensorOpt adds the new axis last (axis=-1), then "
                          "to.transpose it where it is wanted")
@@ -208,8 +203,8 @@ def where(condition, x=None, y=None, name=None):
     if x is None or y is None:
         raise ValueError("where: give x and y too; the indices of true elements (where(condition)) have "
                          "no fixed shape, which a plan needs")
-    return get_default_graph().create_op("where", [_tensor("where", condition), _tensor("where", x),
-                                                   _tensor("where", y)], {}, name=name).outputs[0]
+    return get_default_graph().create_op("where", [as_tensor("where", condition), as_tensor("where", x),
+                                                   as_tensor("where", y)], {}, name=name).outputs[0]
 
 
 where_v2 = where

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from tensoropt.clipping import Gradient, gradient_clip_by_value
 from tensoropt.graph import Tensor
-from tensoropt.ops._common import tf1_alias
+from tensoropt.ops._common import as_tensor, tf1_alias
 from tensoropt.dtypes import as_dtype, float32, int32
 from tensoropt.ops.array_ops import concat, reshape, split
 from tensoropt.ops.rnn_ops import fill
@@ -35,21 +35,16 @@ __all__ = ["l2_loss", "l2_normalize", "sigmoid_cross_entropy_with_logits", "expa
            "clip_by_value", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape"]
 
 
-def _tensor(kind: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
-    return x
-
 
 def l2_loss(t, name=None) -> Tensor:
     """Half the sum of squares of every element, a scalar (``tf.nn.l2_loss``)."""
-    return multiply(reduce_sum(square(_tensor("l2_loss", t))), 0.5, name=name)
+    return multiply(reduce_sum(square(as_tensor("l2_loss", t))), 0.5, name=name)
 
 
 def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None) -> Tensor:
     """``x`` divided by its L2 norm along ``axis`` (every axis when None), the squared norm
     held at ``epsilon`` or more, as ``tf.nn.l2_normalize``; ``dim`` is the 1.x name of ``axis``."""
-    x = _tensor("l2_normalize", x)
+    x = as_tensor("l2_normalize", x)
     axis = tf1_alias("l2_normalize", "axis", axis, "dim", dim)
     squares = reduce_sum(square(x), axis=axis, keepdims=True)
     return multiply(x, rsqrt(maximum(squares, float(epsilon))), name=name)
@@ -60,7 +55,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     as ``tf.nn.sigmoid_cross_entropy_with_logits``."""
     if _sentinel is not None or labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy_with_logits: pass both labels= and logits= by name")
-    labels, logits = _tensor("sigmoid_cross_entropy_with_logits", labels), _tensor(
+    labels, logits = as_tensor("sigmoid_cross_entropy_with_logits", labels), as_tensor(
         "sigmoid_cross_entropy_with_logits", logits)
     if tuple(labels.shape) != tuple(logits.shape):
         raise ValueError(f"sigmoid_cross_entropy_with_logits: labels {labels.name} {tuple(labels.shape)} and "
@@ -73,7 +68,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
 
 def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002 - TensorFlow's name
     """``input`` with a dim of size 1 inserted at ``axis`` (``tf.expand_dims``; ``dim`` is 1.x's name)."""
-    x = _tensor("expand_dims", input)
+    x = as_tensor("expand_dims", input)
     axis = tf1_alias("expand_dims", "axis", axis, "dim", dim)
     if axis is None or isinstance(axis, bool) or not isinstance(axis, int):
         raise ValueError(f"expand_dims: axis={axis!r}; give an int in [{-x.shape.rank - 1}, {x.shape.rank}]")
@@ -88,7 +83,7 @@ def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002 
 
 def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:  # noqa: A002 - TensorFlow's name
     """``input`` without its size-1 dims (those in ``axis`` when given), as ``tf.squeeze``."""
-    x = _tensor("squeeze", input)
+    x = as_tensor("squeeze", input)
     axis = tf1_alias("squeeze", "axis", axis, "squeeze_dims", squeeze_dims)
     shape = tuple(x.shape)
     if axis is None:
@@ -114,7 +109,7 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     gradient from ``optimizer.compute_gradients`` (clipped before its update)."""
     if isinstance(t, Gradient):
         return gradient_clip_by_value(t, clip_value_min, clip_value_max)
-    x = _tensor("clip_by_value", t)
+    x = as_tensor("clip_by_value", t)
     low, high = clip_value_min, clip_value_max
     for label, value in (("clip_value_min", low), ("clip_value_max", high)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -128,7 +123,7 @@ def stack(values, axis=0, name="stack") -> Tensor:
     """The tensors of ``values`` (one shape) stacked along a new dim ``axis`` (``tf.stack``)."""
     if not isinstance(values, (list, tuple)) or not values:
         raise ValueError(f"stack: expected a non-empty list of tensors, got {values!r}")
-    shapes = {tuple(_tensor("stack", v).shape) for v in values}
+    shapes = {tuple(as_tensor("stack", v).shape) for v in values}
     if len(shapes) > 1:
         raise ValueError(f"stack: the tensors' shapes differ: {sorted(shapes)}; stack needs one shape")
     parts = [expand_dims(v, axis) for v in values]
@@ -138,7 +133,7 @@ def stack(values, axis=0, name="stack") -> Tensor:
 
 def unstack(value, num=None, axis=0, name="unstack") -> list:
     """``value`` cut along ``axis`` into its slices, that dim removed (``tf.unstack``)."""
-    x = _tensor("unstack", value)
+    x = as_tensor("unstack", value)
     axis = _axis_of(x, axis)
     n = x.shape[axis]
     if num is not None and num != n:
@@ -148,13 +143,13 @@ def unstack(value, num=None, axis=0, name="unstack") -> list:
 
 
 def zeros_like(tensor, dtype=None, name=None) -> Tensor:
-    x = _tensor("zeros_like", tensor)
+    x = as_tensor("zeros_like", tensor)
     dtype = as_dtype(dtype or x.dtype)
     return fill(list(x.shape), 0.0 if dtype.is_floating else 0, name=name or "zeros_like", dtype=dtype)
 
 
 def ones_like(tensor, dtype=None, name=None) -> Tensor:
-    x = _tensor("ones_like", tensor)
+    x = as_tensor("ones_like", tensor)
     dtype = as_dtype(dtype or x.dtype)
     return fill(list(x.shape), 1.0 if dtype.is_floating else 1, name=name or "ones_like", dtype=dtype)
 
@@ -180,4 +175,4 @@ def shape(input, name=None, out_type=None) -> list:  # noqa: A002 - TensorFlow's
     """``input``'s shape as a list of ints. TensorOpt's shapes are all known, so where a
     1.x script writes ``to.reshape(x, [to.shape(x)[0], -1])`` this gives the number; it is
     not a tensor (nothing to fetch or compute with in the graph)."""
-    return list(_tensor("shape", input).shape)
+    return list(as_tensor("shape", input).shape)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 
 from tensoropt.dtypes import float32
-from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import op_error
+from tensoropt.graph import get_default_graph
+from tensoropt.ops._common import as_tensor, op_error
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace
 
@@ -146,19 +146,14 @@ def conv2d(input, filters=None, strides=1, padding="VALID", data_format="NHWC", 
         raise ValueError("conv2d: pass filters= (a [kh, kw, in, out] variable)")
     if dilations not in (None, 1, [1, 1, 1, 1], (1, 1, 1, 1)):
         raise ValueError("conv2d: dilations are not supported; leave dilations=None")
-    for t in (input, filters):
-        if not isinstance(t, Tensor):
-            raise ValueError(f"conv2d: expected tensoropt Tensors, got {type(t).__name__}")
     return get_default_graph().create_op(
-        "conv2d", [input, filters], {"strides": strides, "padding": padding}, name=name).outputs[0]
+        "conv2d", [as_tensor("conv2d", input), as_tensor("conv2d", filters)], {"strides": strides, "padding": padding}, name=name).outputs[0]
 
 
 def _pool(kind, input, ksize, strides, padding, data_format, name):  # noqa: A002
     _check_format(kind, data_format)
-    if not isinstance(input, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(input).__name__}")
     return get_default_graph().create_op(
-        kind, [input], {"ksize": ksize, "strides": strides, "padding": padding}, name=name).outputs[0]
+        kind, [as_tensor(kind, input)], {"ksize": ksize, "strides": strides, "padding": padding}, name=name).outputs[0]
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002

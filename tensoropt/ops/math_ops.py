@@ -13,7 +13,8 @@ import numbers
 
 from tensoropt.dtypes import float32
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import broadcast_shapes, normalize_axis, op_error, prod, tf1_alias
+from tensoropt.ops._common import (as_tensor, broadcast_shapes, normalize_axis, op_error, prod,
+                                   tf1_alias)
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -109,14 +110,9 @@ for _kind, (_path, _flops, _keeps) in _UNARY.items():
 
 
 def _unary(kind: str, x, name: str | None, **attrs) -> Tensor:
-    x = _as_tensor(kind, x)
+    x = as_tensor(kind, x)
     return get_default_graph().create_op(kind, [x], attrs, name=name).outputs[0]
 
-
-def _as_tensor(kind: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
-    return x
 
 
 def tanh(x, name=None):
@@ -230,11 +226,11 @@ def _binary(kind: str, x, y, name: str | None) -> Tensor:
         raise ValueError(f"{kind}: both operands are Python numbers ({x!r}, {y!r}); "
                          "at least one must be a tensoropt Tensor")
     if x_scalar or y_scalar:
-        tensor = _as_tensor(kind, y if x_scalar else x)
+        tensor = as_tensor(kind, y if x_scalar else x)
         value = x if x_scalar else y
         attrs = {"scalar": float(value) if tensor.dtype.is_floating else int(value), "scalar_first": x_scalar}
         return graph.create_op(kind, [tensor], attrs, name=name).outputs[0]
-    return graph.create_op(kind, [_as_tensor(kind, x), _as_tensor(kind, y)], {}, name=name).outputs[0]
+    return graph.create_op(kind, [as_tensor(kind, x), as_tensor(kind, y)], {}, name=name).outputs[0]
 
 
 def add(x, y, name=None):
@@ -314,7 +310,7 @@ class MatMulDef(OpDef):
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """Matrix product, as ``tf.linalg.matmul`` (rank 2 or batched)."""
-    a, b = _as_tensor("matmul", a), _as_tensor("matmul", b)
+    a, b = as_tensor("matmul", a), as_tensor("matmul", b)
     return get_default_graph().create_op(
         "matmul", [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)},
         name=name or "MatMul").outputs[0]
@@ -404,7 +400,7 @@ class ReduceMinDef(ReduceDef):
 def _reduce(kind: str, input_tensor, axis, keepdims, name, reduction_indices, keep_dims) -> Tensor:
     """``tf.compat.v1.reduce_*``: ``reduction_indices`` and ``keep_dims`` are the 1.x names
     of ``axis`` and ``keepdims``."""
-    x = _as_tensor(kind, input_tensor)
+    x = as_tensor(kind, input_tensor)
     axis = tf1_alias(kind, "axis", axis, "reduction_indices", reduction_indices)
     keepdims = tf1_alias(kind, "keepdims", keepdims, "keep_dims", keep_dims, default=False)
     return get_default_graph().create_op(kind, [x], {"axis": axis, "keepdims": bool(keepdims)},
@@ -424,7 +420,7 @@ def add_n(inputs, name=None) -> Tensor:
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else inputs
     if not isinstance(inputs, list) or not inputs:
         raise ValueError(f"add_n: expected a non-empty list of tensors, got {inputs!r}")
-    shapes = {tuple(_as_tensor("add_n", t).shape) for t in inputs}
+    shapes = {tuple(as_tensor("add_n", t).shape) for t in inputs}
     if len(shapes) > 1:
         raise ValueError(f"add_n: the inputs' shapes differ: {sorted(shapes)}; tf.add_n needs one shape "
                          "(use to.add to broadcast)")

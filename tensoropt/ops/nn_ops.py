@@ -12,7 +12,7 @@ import zlib
 
 from tensoropt.dtypes import INTEGERS, float32
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import normalize_axis, op_error, tf1_alias
+from tensoropt.ops._common import as_tensor, normalize_axis, op_error, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -21,14 +21,9 @@ __all__ = ["gather", "relu", "gelu", "relu6", "elu", "selu", "leaky_relu", "soft
            "sparse_softmax_cross_entropy_with_logits"]
 
 
-def _t(kind, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise ValueError(f"{kind}: expected a tensoropt Tensor, got {type(x).__name__} {x!r}")
-    return x
-
 
 def _create(kind, inputs, attrs=None, name=None):
-    return get_default_graph().create_op(kind, [_t(kind, x) for x in inputs], attrs or {}, name=name)
+    return get_default_graph().create_op(kind, [as_tensor(kind, x) for x in inputs], attrs or {}, name=name)
 
 
 def relu(features, name=None):
@@ -230,7 +225,7 @@ class EmbeddingLookupDef(OpDef):
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """``tf.gather`` of rows (axis 0) of a rank-2 ``params``: an ``embedding_lookup``."""
-    p = _t("gather", params)
+    p = as_tensor("gather", params)
     if not isinstance(indices, Tensor):
         raise ValueError(f"gather: indices {indices!r} are not a tensor; TensorOpt records no array "
                          "constants: feed them through an int32 placeholder")

@@ -17,7 +17,7 @@ import builtins
 import numbers
 
 from tensoropt.graph import Tensor, get_default_graph
-from tensoropt.ops._common import op_error, prod
+from tensoropt.ops._common import as_tensor, op_error, prod
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace
 
@@ -103,8 +103,7 @@ def strided_slice_of(x: Tensor, key, name=None) -> Tensor:
 
 def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001 - TensorFlow's name
     """``tf.slice``: ``size[i]`` elements from ``begin[i]`` on each axis (-1: to its end)."""
-    if not isinstance(input_, Tensor):
-        raise ValueError(f"slice: expected a tensoropt Tensor, got {type(input_).__name__}")
+    input_ = as_tensor("slice", input_)
     begin, size = list(begin), list(size)
     if len(begin) != input_.shape.rank or len(size) != input_.shape.rank:
         raise ValueError(f"slice: begin {begin} and size {size} must each have one entry per axis of "
