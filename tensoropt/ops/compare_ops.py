@@ -27,9 +27,7 @@ __all__ = ["argmax", "argmin", "equal", "not_equal", "greater", "greater_equal",
 
 
 class ArgDef(OpDef):
-    """The index of the largest (smallest) element along one axis."""
-
-    tf_name = ""
+    """The index of the largest (smallest) element along one axis (``tf.math.<kind>``)."""
 
     def infer(self, op):
         x = op.inputs[0]
@@ -44,20 +42,18 @@ class ArgDef(OpDef):
         return Signature(((shape, op.attrs["output_type"]),), space)
 
     def lower(self, tf, op, inputs, ctx):
-        fn = getattr(tf.math, self.tf_name)
+        fn = getattr(tf.math, self.kind)
         return [fn(inputs[0], axis=op.attrs["axis"], output_type=getattr(tf, op.attrs["output_type"].name))]
 
 
 @register
 class ArgMaxDef(ArgDef):
     kind = "argmax"
-    tf_name = "argmax"
 
 
 @register
 class ArgMinDef(ArgDef):
     kind = "argmin"
-    tf_name = "argmin"
 
 
 def _arg(kind, input, axis, name, dimension, output_type) -> Tensor:

@@ -21,6 +21,8 @@ Usage::
 
 from __future__ import annotations
 
+import numbers
+
 from tensoropt.clipping import Gradient, gradient_clip_by_value
 from tensoropt.graph import Tensor
 from tensoropt.ops._common import as_tensor, tf1_alias
@@ -142,16 +144,18 @@ def unstack(value, num=None, axis=0, name="unstack") -> list:
     return [squeeze(p, axis=[axis]) for p in parts]
 
 
-def zeros_like(tensor, dtype=None, name=None) -> Tensor:
-    x = as_tensor("zeros_like", tensor)
+def _filled_like(kind: str, tensor, value: int, dtype, name) -> Tensor:
+    x = as_tensor(kind, tensor)
     dtype = as_dtype(dtype or x.dtype)
-    return fill(list(x.shape), 0.0 if dtype.is_floating else 0, name=name or "zeros_like", dtype=dtype)
+    return fill(list(x.shape), float(value) if dtype.is_floating else value, name=name or kind, dtype=dtype)
+
+
+def zeros_like(tensor, dtype=None, name=None) -> Tensor:
+    return _filled_like("zeros_like", tensor, 0, dtype, name)
 
 
 def ones_like(tensor, dtype=None, name=None) -> Tensor:
-    x = as_tensor("ones_like", tensor)
-    dtype = as_dtype(dtype or x.dtype)
-    return fill(list(x.shape), 1.0 if dtype.is_floating else 1, name=name or "ones_like", dtype=dtype)
+    return _filled_like("ones_like", tensor, 1, dtype, name)
 
 
 def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
@@ -160,8 +164,6 @@ def constant(value, dtype=None, shape=None, name="Const") -> Tensor:
     An array value is refused: a plan splits tensors, and a graph holds no array data; feed
     it through a placeholder, or hold it in a non-trainable variable made with
     ``constant_initializer``."""
-    import numbers  # noqa: PLC0415
-
     if isinstance(value, bool) or not isinstance(value, numbers.Number):
         raise ValueError(f"constant: value {type(value).__name__} is not a Python number; TensorOpt records "
                          "scalar constants only. Feed an array through a placeholder, or keep it in "

@@ -215,10 +215,6 @@ for _kind, (_path, _flops, _keeps) in _BINARY.items():
 
 def binary(kind: str, x, y, name: str | None) -> Tensor:
     """Records binary op ``kind`` of two tensors, or of a tensor and a Python number."""
-    return _binary(kind, x, y, name)
-
-
-def _binary(kind: str, x, y, name: str | None) -> Tensor:
     graph = get_default_graph()
     x_scalar = isinstance(x, numbers.Number)
     y_scalar = isinstance(y, numbers.Number)
@@ -234,35 +230,35 @@ def _binary(kind: str, x, y, name: str | None) -> Tensor:
 
 
 def add(x, y, name=None):
-    return _binary("add", x, y, name)
+    return binary("add", x, y, name)
 
 
 def subtract(x, y, name=None):
-    return _binary("subtract", x, y, name)
+    return binary("subtract", x, y, name)
 
 
 def multiply(x, y, name=None):
-    return _binary("multiply", x, y, name)
+    return binary("multiply", x, y, name)
 
 
 def divide(x, y, name=None):
-    return _binary("divide", x, y, name)
+    return binary("divide", x, y, name)
 
 
 def maximum(x, y, name=None):
-    return _binary("maximum", x, y, name)
+    return binary("maximum", x, y, name)
 
 
 def minimum(x, y, name=None):
-    return _binary("minimum", x, y, name)
+    return binary("minimum", x, y, name)
 
 
 def pow(x, y, name=None):  # noqa: A001 - TensorFlow's name
-    return _binary("pow", x, y, name)
+    return binary("pow", x, y, name)
 
 
 def squared_difference(x, y, name=None):
-    return _binary("squared_difference", x, y, name)
+    return binary("squared_difference", x, y, name)
 
 
 # --- matmul -----------------------------------------------------------------------------
@@ -343,16 +339,13 @@ class ReduceDef(OpDef):
                 out_axes.append(f"d{i}")
                 out_shape.append(n)
         reduced = {f"d{i}" for i in axes}
-        if self.extreme:
-            if not x.dtype.is_floating:
-                raise op_error(op, f"dtype {x.dtype.name}", "a float32 tensor")
-            space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
-                                   unsplittable=reduced, flops=2.0 * x.shape.num_elements(),
-                                   saved_inputs=(0,), saved_outputs=(0,),
-                                   notes=f"reduced dims kept whole: a partial {self.extreme} is no partial sum")
-        else:
-            space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
-                                   reductions=reduced, flops=2.0 * x.shape.num_elements())
+        if self.extreme and not x.dtype.is_floating:
+            raise op_error(op, f"dtype {x.dtype.name}", "a float32 tensor")
+        how = dict(unsplittable=reduced, saved_inputs=(0,), saved_outputs=(0,),
+                   notes=f"reduced dims kept whole: a partial {self.extreme} is no partial sum") \
+            if self.extreme else dict(reductions=reduced)
+        space = IterationSpace(dims=dims, inputs=(tuple(dims),), outputs=(tuple(out_axes),),
+                               flops=2.0 * x.shape.num_elements(), **how)
         op.attrs["axes"] = axes
         return Signature(((tuple(out_shape), x.dtype),), space)
 
