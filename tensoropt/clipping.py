@@ -19,9 +19,10 @@ clips its own block.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from tensoropt.validation import check_finite
 
 __all__ = ["Gradient", "GlobalNorm", "Clip", "clip_by_global_norm", "gradient_clip_by_value"]
 
@@ -70,13 +71,6 @@ class Gradient:
         return Gradient(self.variable, self.loss, self.clips + (clip,), norm or self.norm)
 
 
-def _finite(function: str, name: str, value, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or (positive and value <= 0):
-        raise ValueError(f"{function}: {name}={value!r}; give a finite number{' > 0' if positive else ''}")
-    return float(value)
-
-
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
     """Scales every gradient of ``t_list`` by ``clip_norm / max(global_norm, clip_norm)``,
     as ``tf.clip_by_global_norm``; returns ``(clipped list, global norm)``. ``None``
@@ -96,15 +90,15 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
                          "optimizer.compute_gradients(loss) returns (a recorded tensor has no gradient of its own)")
     if not any(isinstance(t, Gradient) for t in items):
         raise ValueError(f"{f}: t_list holds no gradient")
-    clip = Clip("global_norm", 0.0, _finite(f, "clip_norm", clip_norm, positive=True))
+    clip = Clip("global_norm", 0.0, check_finite(f, "clip_norm", clip_norm, "> 0"))
     norm = GlobalNorm(clip, tuple(t.variable for t in items if t is not None))
     return [None if t is None else t.clipped(clip, norm) for t in items], norm
 
 
 def gradient_clip_by_value(t: Gradient, clip_value_min, clip_value_max) -> Gradient:
     """``t`` clipped elementwise to [min, max] (``tf.clip_by_value`` of a gradient)."""
-    low = _finite("clip_by_value", "clip_value_min", clip_value_min)
-    high = _finite("clip_by_value", "clip_value_max", clip_value_max)
+    low = check_finite("clip_by_value", "clip_value_min", clip_value_min)
+    high = check_finite("clip_by_value", "clip_value_max", clip_value_max)
     if low > high:
         raise ValueError(f"clip_by_value: clip_value_min={low!r} is above clip_value_max={high!r}")
     return t.clipped(Clip("value", low, high))

@@ -17,9 +17,11 @@ function of the same name.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from tensoropt.graph import get_default_graph
+from tensoropt.validation import check_finite, check_flag
 
 __all__ = ["GlobalStep", "LearningRateSchedule", "get_or_create_global_step", "get_global_step",
            "exponential_decay", "inverse_time_decay", "natural_exp_decay", "polynomial_decay",
@@ -63,8 +65,6 @@ class LearningRateSchedule:
 
 
 def _default_graph(graph):
-    from tensoropt.graph import get_default_graph  # noqa: PLC0415 - graph imports train's users
-
     return graph or get_default_graph()
 
 
@@ -92,11 +92,7 @@ def _check_step(function: str, global_step) -> GlobalStep:
 
 
 def _number(function: str, name: str, value, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
-            value < 0 or (positive and value == 0):
-        raise ValueError(f"{function}: {name}={value!r}; give a finite number "
-                         f"{'> 0' if positive else '>= 0'}")
-    return float(value)
+    return check_finite(function, name, value, "> 0" if positive else ">= 0")
 
 
 def _steps(function: str, name: str, value) -> int:
@@ -105,18 +101,12 @@ def _steps(function: str, name: str, value) -> int:
     return int(value)
 
 
-def _flag(function: str, name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{function}: {name}={value!r}; give True or False")
-    return value
-
-
 def _decay(function: str, learning_rate, global_step, decay_steps, decay_rate, staircase):
     return LearningRateSchedule(function, (
         ("learning_rate", _number(function, "learning_rate", learning_rate, positive=True)),
         ("decay_steps", _steps(function, "decay_steps", decay_steps)),
         ("decay_rate", _number(function, "decay_rate", decay_rate)),
-        ("staircase", _flag(function, "staircase", staircase))), _check_step(function, global_step))
+        ("staircase", check_flag(function, "staircase", staircase))), _check_step(function, global_step))
 
 
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
@@ -144,7 +134,7 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
         ("learning_rate", _number(f, "learning_rate", learning_rate, positive=True)),
         ("decay_steps", _steps(f, "decay_steps", decay_steps)),
         ("end_learning_rate", _number(f, "end_learning_rate", end_learning_rate)),
-        ("power", _number(f, "power", power)), ("cycle", _flag(f, "cycle", cycle))),
+        ("power", _number(f, "power", power)), ("cycle", check_flag(f, "cycle", cycle))),
         _check_step(f, global_step))
 
 

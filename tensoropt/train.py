@@ -12,7 +12,6 @@ the parameter and its gradient.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from tensoropt.clipping import Gradient
@@ -20,7 +19,7 @@ from tensoropt.graph import Tensor, TrainStep, Variable, get_default_graph
 from tensoropt.schedules import (GlobalStep, LearningRateSchedule, cosine_decay, exponential_decay,
                                  get_global_step, get_or_create_global_step, inverse_time_decay,
                                  natural_exp_decay, piecewise_constant, polynomial_decay)
-from tensoropt.validation import check_learning_rate
+from tensoropt.validation import check_finite, check_flag, check_learning_rate
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "get_or_create_global_step", "get_global_step",
@@ -46,12 +45,10 @@ class Optimizer:
             object.__setattr__(self, "learning_rate",
                                check_learning_rate(type(self).__name__, self.learning_rate))
         for name, value in self.hyperparameters().items():
-            if name in _FLAGS and not isinstance(value, bool):
-                raise ValueError(f"{type(self).__name__}: {name}={value!r}; give True or False")
-            if name != "learning_rate" and name not in _FLAGS and (
-                    isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                    or value < 0):
-                raise ValueError(f"{type(self).__name__}: {name}={value!r}; give a finite number >= 0")
+            if name in _FLAGS:
+                check_flag(type(self).__name__, name, value)
+            elif name != "learning_rate":
+                check_finite(type(self).__name__, name, value, ">= 0")
 
     def hyperparameters(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "name"}

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-__all__ = ["check_int", "check_positive", "check_choice", "check_mapping", "check_learning_rate", "parse_int_list",
+__all__ = ["check_int", "check_positive", "check_finite", "check_flag", "check_choice", "check_mapping", "check_learning_rate", "parse_int_list",
            "check_search_arguments", "check_plan_argument", "CommandParser", "UsageError",
            "positive_int", "positive_float", "int_list", "env_whole_number",
            "check_writable", "check_writable_dir", "atomic_write_text", "atomic_write"]
@@ -68,6 +68,32 @@ def check_positive(where: str, name: str, value: Any, unit: str = "", example: s
     if not math.isfinite(float(value)) or value <= 0:
         raise ValueError(f"{where}: {name}={value!r} must be finite and > 0; {how}")
     return float(value)
+
+
+def check_finite(where: str, name: str, value: Any, bound: str = "") -> float:
+    """``value`` as a float: a finite Python number (not a bool), ``>= 0`` or ``> 0`` when
+    ``bound`` says so.
+
+    Raises:
+        ValueError: ``"<where>: <name>=<value!r>; give a finite number[ <bound>]"``.
+    """
+    if bound not in ("", ">= 0", "> 0"):
+        raise ValueError(f"check_finite: bound={bound!r}; give '', '>= 0' or '> 0'")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or (bound == ">= 0" and value < 0) or (bound == "> 0" and value <= 0)):
+        raise ValueError(f"{where}: {name}={value!r}; give a finite number{' ' + bound if bound else ''}")
+    return float(value)
+
+
+def check_flag(where: str, name: str, value: Any) -> bool:
+    """``value`` if it is True or False (not 1, 0 or text).
+
+    Raises:
+        ValueError: ``"<where>: <name>=<value!r>; give True or False"``.
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: {name}={value!r}; give True or False")
+    return value
 
 
 def check_mapping(where: str, name: str, value: Any, example: str) -> Mapping:

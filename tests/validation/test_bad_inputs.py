@@ -541,3 +541,24 @@ def cases_table() -> str:
 
 if __name__ == "__main__":
     print(cases_table())
+
+
+@pytest.mark.parametrize("value, bound, message", [
+    (float("inf"), "", "x=inf; give a finite number$"),
+    (-1.0, ">= 0", "x=-1.0; give a finite number >= 0$"),
+    (0, "> 0", "x=0; give a finite number > 0$"),
+    (True, "", "x=True; give a finite number$"),
+    ("1e-3", ">= 0", "x='1e-3'; give a finite number >= 0$"),
+])
+def test_check_finite_names_the_value_and_the_bound(value, bound, message):
+    from tensoropt.validation import check_finite
+    with pytest.raises(ValueError, match="^f: " + message.replace("(", r"\(")):
+        check_finite("f", "x", value, bound)
+
+
+def test_check_finite_and_check_flag_pass_good_values():
+    from tensoropt.validation import check_finite, check_flag
+    assert check_finite("f", "x", -2, "") == -2.0 and check_finite("f", "x", 0, ">= 0") == 0.0
+    assert check_flag("f", "x", False) is False
+    with pytest.raises(ValueError, match="^f: x=1; give True or False$"):
+        check_flag("f", "x", 1)
