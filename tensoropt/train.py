@@ -72,7 +72,8 @@ class Optimizer:
             ValueError: if ``loss`` is not a scalar float tensor, if ``global_step`` is
                 not the graph's global step, or if no trainable variable reaches the loss.
         """
-        var_list = _var_list("minimize", loss, var_list)
+        reachable = _variables_reaching(_check_loss("minimize", loss))
+        var_list = _var_list("minimize", loss, var_list, reachable)
         return self._record("minimize", loss, var_list, global_step, name)
 
     def compute_gradients(self, loss, var_list=None, **unused) -> list:
@@ -86,7 +87,8 @@ class Optimizer:
             ValueError: as ``minimize``.
         """
         reachable = _variables_reaching(_check_loss("compute_gradients", loss))
-        variables = _var_list("compute_gradients", loss, var_list or get_default_graph().trainable_variables)
+        variables = _var_list("compute_gradients", loss, var_list or get_default_graph().trainable_variables,
+                              reachable)
         if not any(v in reachable for v in variables):
             raise ValueError(f"compute_gradients: no variable of var_list reaches the loss {loss.name}")
         return [(Gradient(v, loss) if v in reachable else None, v) for v in variables]
@@ -152,9 +154,9 @@ def _check_loss(where: str, loss) -> Tensor:
     return loss
 
 
-def _var_list(where: str, loss, var_list) -> tuple:
-    """``var_list`` checked (default: the trainable variables that reach ``loss``)."""
-    reachable = _variables_reaching(_check_loss(where, loss))
+def _var_list(where: str, loss, var_list, reachable: set) -> tuple:
+    """``var_list`` checked (default: the trainable variables in ``reachable``, those that
+    reach ``loss``)."""
     if var_list is None:
         var_list = [v for v in get_default_graph().trainable_variables if v in reachable]
     var_list = tuple(var_list)
