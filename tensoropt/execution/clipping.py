@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tensoropt.execution.schedule import global_norm_where
+
 __all__ = ["clip_gradients"]
 
 
@@ -27,6 +29,11 @@ def _with_values(tf, g, values):
     if isinstance(g, tf.IndexedSlices):
         return tf.IndexedSlices(values, g.indices, g.dense_shape)
     return values
+
+
+def _map(tf, grads_and_vars: list, f) -> list:
+    """``grads_and_vars`` with ``f`` applied to each gradient's values (None left alone)."""
+    return [(None if g is None else _with_values(tf, g, f(_values(tf, g))), v) for g, v in grads_and_vars]
 
 
 def _replicas(sharding, variable) -> int:
@@ -48,7 +55,7 @@ def _global_norm(tf, step, grads_and_vars, recorded, sharding):
     total = tf.add_n(squares)
     if sharding is not None and sharding.plan.parallelism > 1:
         total = sharding.collectives.allreduce_raw(total, (sharding.plan.parallelism,), None,
-                                                   f"{step.name}/global_norm")
+                                                   global_norm_where(step))
     return tf.sqrt(total)
 
 
@@ -59,12 +66,10 @@ def clip_gradients(tf, step, grads_and_vars: list, sharding) -> tuple[list, Any]
     recorded = list(step.var_list)
     for clip in step.clips:
         if clip.kind == "value":
-            grads_and_vars = [(None if g is None else _with_values(
-                tf, g, tf.clip_by_value(_values(tf, g), clip.low, clip.high)), v) for g, v in grads_and_vars]
+            grads_and_vars = _map(tf, grads_and_vars, lambda x: tf.clip_by_value(x, clip.low, clip.high))
             continue
         norm = _global_norm(tf, step, grads_and_vars, recorded, sharding)
         scale = clip.high * tf.minimum(1.0 / norm, 1.0 / clip.high)
         scale = scale + (norm - norm)   # NaN when the norm is, as TensorFlow's
-        grads_and_vars = [(None if g is None else _with_values(tf, g, _values(tf, g) * scale), v)
-                          for g, v in grads_and_vars]
+        grads_and_vars = _map(tf, grads_and_vars, lambda x: x * scale)
     return grads_and_vars, norm

@@ -205,12 +205,17 @@ def collective_schedule(graph, plan) -> list[CollectiveCall]:
     return out
 
 
+def global_norm_where(step) -> str:
+    """Where a training step's global-norm all-reduce is, as the builder names it."""
+    return f"{step.name}/global_norm"
+
+
 def global_norm_calls(graph, plan) -> list[CollectiveCall]:
     """The all-reduce of a global-norm clip's sum of squares (a float32 scalar) over every
     rank, after the backward's collectives; none on one device."""
     if plan.parallelism == 1:
         return []
-    return [CollectiveCall("allreduce", collective_name("allreduce", f"{step.name}/global_norm"),
+    return [CollectiveCall("allreduce", collective_name("allreduce", global_norm_where(step)),
                            (plan.parallelism,), None, 4, "backward")
             for step in graph.train_steps if step.global_norm is not None]
 
