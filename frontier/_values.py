@@ -153,19 +153,30 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return _POOLS[threads]
 
 
-def _grid(spec: _Merge, a: Table, b: Table, ka: tuple, exact: bool) -> tuple:
+def _grid(spec: _Merge, a: Table, b: Table, ka: tuple, exact: bool, a_grid: Optional[dict] = None) -> tuple:
     """``merge_range``'s grid over a's cells (``_kernels.grid_table``), or none: only
     for a COMBINE with long cells of a, each used by several output cells, and short
     cells of b (the streams then walk a, and their tails can be retired). Not with a
     relative budget (``_run`` passes none): radii then grow with time, and the cut
     takes a cell's largest radius for every interval, so it cut little and cost more
-    than it saved (``hard:chain:100:256``, ``--relative``: 4.6 s -> 6.8 s CPU)."""
+    than it saved (``hard:chain:100:256``, ``--relative``: 4.6 s -> 6.8 s CPU).
+    ``a_grid``: a dict kept by the caller across runs over the same ``a`` (``combine``'s
+    column blocks), which holds the grid once made: it depends on a alone."""
     if spec.mode != K_.COMBINE or a.npoints == 0 or b.npoints == 0:
         return _NO_GRID
     per_a = a.npoints / a.ncells
     if (per_a < GRID_MIN_POINTS or spec.P < GRID_MIN_USES
             or b.npoints > GRID_MAX_SHORT * b.ncells):
         return _NO_GRID
+    if a_grid is None:
+        return _a_grid(a, ka, exact, per_a)
+    if "grid" not in a_grid:
+        a_grid["grid"] = _a_grid(a, ka, exact, per_a)
+    return a_grid["grid"]
+
+
+def _a_grid(a: Table, ka: tuple, exact: bool, per_a: float) -> tuple:
+    """The grid of ``_grid`` over a's cells (``_NO_GRID`` where there is none to make)."""
     vals, off = ka[0], ka[1]
     lo, hi = float(vals[:, 0].min()), float(vals[:, 0].max())
     G = int(min(GRID_MAX, per_a))
@@ -184,10 +195,12 @@ def _exact(a: Table, b: Table, mid: Optional[Table], budget: float, rel: float) 
 
 def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: float,
          threads: int, counts: Optional[MergeCounts], rel: float = 0.0,
-         a_rows: Optional[tuple] = None, single: Optional[bool] = None):
+         a_rows: Optional[tuple] = None, single: Optional[bool] = None,
+         a_grid: Optional[dict] = None):
     """Runs ``merge_range`` over all output cells; returns (Table, ia, ib, k).
 
     ``a_rows``: a's ``_kernel_table``, when the caller made it once for several runs;
+    ``a_grid``: a dict that keeps a's grid (``_grid``) across those runs;
     ``single``: whether every cell of a, b and mid holds one point, when b is one block
     of a larger table (``combine``'s column blocks) and the answer is the whole one's."""
     exact = _exact(a, b, mid, budget, rel)
@@ -199,7 +212,7 @@ def _run(spec: _Merge, a: Table, b: Table, mid: Optional[Table], *, budget: floa
         single = (a.npoints == a.ncells and b.npoints == b.ncells
                   and not (mid is not None and mid.npoints != mid.ncells))
     single = int(single)
-    grid = _NO_GRID if rel > 0 else _grid(spec, a, b, T[0], exact)
+    grid = _NO_GRID if rel > 0 else _grid(spec, a, b, T[0], exact, a_grid)
 
     def one(rng: tuple[int, int]):
         layout = np.array([spec.mode, spec.K, spec.P, rng[0], rng[1], single,
@@ -457,13 +470,14 @@ def combine(a: Table, b: Table, shape: Shape, *, mid: Optional[Table] = None,
     blocks = _column_blocks(nb.sum(axis=0), COMBINE_BLOCK_POINTS)
     exact = _exact(a, b, mid, budget, rel)
     a_rows = _kernel_table(a, exact) if len(blocks) > 1 else None
+    a_grid: dict = {}   # a's grid, made at most once for all the blocks
     parts = []
     for p0, p1 in blocks:
         bt, bidx = gather(b, b_cells[:, p0:p1].T.reshape(-1))   # cells p*K + k
         spec = _Merge(K_.COMBINE, K, p1 - p0, W * (p1 - p0), _EMPTY_IDX,
                       work[:, p0:p1].reshape(-1).astype(float))
         t, ia, ib, kk = _run(spec, a, bt, mid, budget=budget, threads=threads,
-                             counts=counts, rel=rel, a_rows=a_rows, single=single)
+                             counts=counts, rel=rel, a_rows=a_rows, single=single, a_grid=a_grid)
         del bt
         ib = bidx[ib]
         del bidx

@@ -18,6 +18,7 @@ import pytest
 
 from frontier import track
 from frontier import _values
+from frontier._table import Table
 from frontier._values import MergeCounts, Shape, combine
 from frontier.synthetic import hard_graph
 
@@ -166,3 +167,29 @@ def test_no_grid_past_its_size_limit(monkeypatch):
         combine(a, b, Shape(1, 12, 4), budget=0.4, counts=mc)
         counts.append(mc.candidates)
     assert counts[0] < counts[1] == counts[2]
+
+
+@pytest.mark.parametrize("radius", [0.0, 0.5])
+def test_column_blocks_make_the_grid_once_and_give_the_same_table(monkeypatch, radius):
+    """``combine`` over b in blocks of output columns keeps a's grid across the blocks
+    (it depends on a alone), and each output cell comes out as with one block."""
+    rng = np.random.default_rng(9)
+    W, K, P = 2, 12, 6
+    a = _staircases(rng, W * K, 120, radius, 6.0)
+    b = _staircases(rng, K * P, 3, 0.0, 3.0)
+    _force_grid(monkeypatch, True)
+    made = []
+    real = _values.K_.grid_table
+    monkeypatch.setattr(_values.K_, "grid_table", lambda *args: made.append(1) or real(*args))
+    whole = combine(a, b, Shape(W, K, P), budget=0.3)
+    assert len(made) == 1
+    monkeypatch.setattr(_values, "COMBINE_BLOCK_POINTS", 2 * K * 3)   # blocks of about two columns
+    made.clear()
+    blocked = combine(a, b, Shape(W, K, P), budget=0.3)
+    assert len(made) == 1, f"the grid was made {len(made)} times over the blocks"
+    for x, y in zip(whole, blocked):
+        if isinstance(x, Table):
+            assert np.array_equal(x.off, y.off) and np.array_equal(x.mem, y.mem)
+            assert np.array_equal(x.time, y.time) and np.array_equal(x.radii(), y.radii())
+        else:
+            assert np.array_equal(x, y)
