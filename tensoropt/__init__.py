@@ -80,7 +80,8 @@ __all__ = [
     # math and arrays
     "matmul", "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow",
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
-    "log", "square", "identity", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "where", "where_v2", "gather",
+    "log", "square", "identity", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+    "where", "where_v2", "gather",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",

@@ -147,13 +147,15 @@ def conv2d(input, filters=None, strides=1, padding="VALID", data_format="NHWC", 
     if dilations not in (None, 1, [1, 1, 1, 1], (1, 1, 1, 1)):
         raise ValueError("conv2d: dilations are not supported; leave dilations=None")
     return get_default_graph().create_op(
-        "conv2d", [as_tensor("conv2d", input), as_tensor("conv2d", filters)], {"strides": strides, "padding": padding}, name=name).outputs[0]
+        "conv2d", [as_tensor("conv2d", input), as_tensor("conv2d", filters)],
+        {"strides": strides, "padding": padding}, name=name).outputs[0]
 
 
 def _pool(kind, input, ksize, strides, padding, data_format, name):  # noqa: A002
     _check_format(kind, data_format)
     return get_default_graph().create_op(
-        kind, [as_tensor(kind, input)], {"ksize": ksize, "strides": strides, "padding": padding}, name=name).outputs[0]
+        kind, [as_tensor(kind, input)], {"ksize": ksize, "strides": strides, "padding": padding},
+        name=name).outputs[0]
 
 
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002

@@ -16,7 +16,8 @@ from tensoropt.ops._common import as_tensor, normalize_axis, op_error, tf1_alias
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
-__all__ = ["gather", "relu", "gelu", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "swish", "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
+__all__ = ["gather", "relu", "gelu", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "swish",
+           "softmax", "log_softmax", "bias_add", "dropout", "embedding_lookup",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits"]
 
@@ -230,8 +231,9 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
         raise ValueError(f"gather: indices {indices!r} are not a tensor; TensorOpt records no array "
                          "constants: feed them through an int32 placeholder")
     if (axis or 0) != 0 or batch_dims or p.shape.rank != 2:
-        raise ValueError(f"gather: params {p.name} {tuple(p.shape)} with axis={axis!r}, batch_dims={batch_dims!r}; "
-                         "TensorOpt gathers rows (axis 0) of a rank-2 tensor only (reshape it to [rows, -1] first)")
+        raise ValueError(f"gather: params {p.name} {tuple(p.shape)} with axis={axis!r}, "
+                         f"batch_dims={batch_dims!r}; TensorOpt gathers rows (axis 0) of a rank-2 tensor "
+                         "only (reshape it to [rows, -1] first)")
     return embedding_lookup(p, indices, name=name or "GatherV2")
 
 
