@@ -251,20 +251,24 @@ class Graph:
     def _scope_prefix(self) -> str:
         return "".join(s.name + "/" for s in self._scopes if s.name)
 
-    def unique_name(self, base: str, *, scoped: bool = True) -> str:
-        """Returns ``scope/base`` made unique as TensorFlow does ("x", "x_1", "x_2", ...)."""
+    def unique_name(self, base: str, *, scoped: bool = True, reserve: bool = True) -> str:
+        """Returns ``scope/base`` made unique as TensorFlow does ("x", "x_1", "x_2", ...).
+        With ``reserve=False`` the name is only looked up: the op created under it next
+        takes it (``to.Variable`` names its variable op so)."""
         name = (self._scope_prefix() + base) if scoped else base
         if name not in self._names:
-            self._names.add(name)
-            self._name_counts.setdefault(name, 0)
+            if reserve:
+                self._names.add(name)
+                self._name_counts.setdefault(name, 0)
             return name
         i = self._name_counts.get(name, 0)
         while True:
             i += 1
             candidate = f"{name}_{i}"
             if candidate not in self._names:
-                self._name_counts[name] = i
-                self._names.add(candidate)
+                if reserve:
+                    self._name_counts[name] = i
+                    self._names.add(candidate)
                 return candidate
 
     @contextlib.contextmanager

@@ -94,8 +94,7 @@ def tf1_variable(initial_value=None, trainable=True, collections=None, validate_
         initializer, shape = constant_initializer(array), array.shape
         vdtype = float32 if array.dtype.kind == "f" else as_dtype(array.dtype.name)
     graph = get_default_graph()
-    full_name = graph.unique_name(name or "Variable")
-    graph._names.discard(full_name)   # new_variable's op takes it
+    full_name = graph.unique_name(name or "Variable", reserve=False)   # new_variable's op takes it
     return new_variable("Variable", full_name, shape, dtype or vdtype, initializer, trainable)
 
 
