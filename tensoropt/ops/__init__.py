@@ -6,8 +6,9 @@ Usage::
     registered_kinds()            # ['add', 'avg_pool2d', 'bias_add', ...]
 """
 
-from tensoropt.ops import (array_ops, compare_ops, composite_ops, conv_ops, math_ops,  # noqa: F401
-                           nn_ops, norm_ops, rnn_ops, slice_ops, source_ops)
+from tensoropt.ops import (array_ops, compare_ops, composite_ops, conv_ops,  # noqa: F401
+                           elementwise_ops, math_ops, nn_ops, norm_ops, rnn_ops, slice_ops,
+                           source_ops)
 from tensoropt.ops.registry import LoweringContext, OpDef, Signature, get_op_def, registered_kinds
 from tensoropt.ops.space import IterationSpace
 

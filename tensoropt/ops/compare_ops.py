@@ -17,7 +17,7 @@ from __future__ import annotations
 from tensoropt.dtypes import as_dtype, bool_, float32, int64
 from tensoropt.graph import Tensor, get_default_graph
 from tensoropt.ops._common import as_tensor, broadcast_shapes, normalize_axis, op_error, tf1_alias
-from tensoropt.ops.math_ops import BinaryDef, binary
+from tensoropt.ops.elementwise_ops import BinaryDef, binary
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
