@@ -45,6 +45,7 @@ steps' IQRs 4-12 ms).
 from __future__ import annotations
 
 import argparse
+import datetime
 import math
 import os
 
@@ -52,7 +53,10 @@ import numpy as np
 
 import tensoropt as to
 from tensoropt import models
+from tensoropt.cluster.calibration import CalibrationProfile
+from tensoropt.cluster.presets import profile_path
 from tensoropt.bench.interleaved import measure_group
+from tensoropt.execution.machine_load import QUIET_SHARE, ForeignLoad, describe
 from tensoropt.execution.quiet_bcast import quiet_bcast
 from tensoropt.execution.step_profile import format_bytes
 from tensoropt.search.driver import sample_plan, sampling_space, search_frontier
@@ -167,6 +171,7 @@ def main(argv=None) -> int:
         spec = models.build(name, size=args.size)
         rows = estimated[name]
         feed = spec.feed(np.random.default_rng(0))
+        load = ForeignLoad(comm)
         for kind in ("sampled", "frontier"):    # a group never mixes the two
             of_kind = [r for r in rows if r["kind"] == kind]
             for start in range(0, len(of_kind), args.group):
@@ -180,19 +185,40 @@ def main(argv=None) -> int:
                     r["measured"] = m
                     if world.rank == 0:
                         _print_row(name, r)
-        results.append((name, _summary(rows)))
+        results.append((name, {**_summary(rows), "others_cpu": load.share()}))
     if world.rank == 0:
         print(f"\n(measured - estimated) / measured, {args.plans} sampled + {args.frontier} frontier plans per "
               f"model, {label}, {args.cost_model} costs, {args.size} models; mean |error| (signed mean):")
         print("\n".join(summary_lines(results)))
+        print(calibration_line(profile_path()))
+        loaded = [(name, r["others_cpu"]) for name, r in results
+                  if r["others_cpu"] is not None and r["others_cpu"] > QUIET_SHARE]
+        for name, share in loaded:
+            print(describe(share, f"accuracy ({name})"))
     return 0
+
+
+def calibration_line(path, now=None) -> str:
+    """Which calibration profile priced the estimates, how old it is and how loaded the
+    machine was while it measured: a profile is only as good as the hour it was made in."""
+    if not os.path.exists(path):
+        return f"calibration: none at {path}; estimates use nominal CPU figures (run tensoropt calibrate)"
+    extra = CalibrationProfile.load(path).extra
+    made = extra.get("created_utc")
+    age = ""
+    if made:
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        age = f", made {made} ({(now - datetime.datetime.fromisoformat(made)).total_seconds() / 3600:.1f} h ago)"
+    share = extra.get("foreign_cpu_share")
+    others = "" if share is None else f", other processes took {share:.1%} of the CPUs while it measured"
+    return f"calibration: {path}{age}{others}"
 
 
 def summary_lines(results) -> list[str]:
     """The bench's closing table: per ``(model, summary)`` of ``results`` (``_summary``),
     the additive and simulated errors and tau, then the targets."""
     lines = [f"{'model':<12}{'source':<11}{'time':>18}{'network':>18}{'peak memory':>18}{'tau (frontier)':>16}"
-             f"{'tau, resolved pairs':>21}{'tau, run vs itself':>20}"]
+             f"{'tau, resolved pairs':>21}{'tau, run vs itself':>20}{'others CPU':>12}"]
     for name, summary in results:
         for source in ("additive", "simulated"):
             absolute, signed = summary[source]
@@ -200,14 +226,17 @@ def summary_lines(results) -> list[str]:
             tau = summary["tau"][source]
             resolved, pairs = summary["tau_resolved"][source]
             own = summary["tau_self"]
+            others = summary.get("others_cpu")
             lines.append(f"{name:<12}{source:<11}{cells}{_tau(tau):>16}{_tau(resolved) + f' ({pairs})':>21}"
-                         f"{_tau(own):>20}")
+                         f"{_tau(own):>20}{'n/a' if others is None else f'{others:.1%}':>12}")
     lines.append("targets: time <= 10%, memory <= 5%, tau >= 0.8 (n/a: fewer than two frontier plans, "
                  "or all their times tie)")
     lines.append("tau, resolved pairs: over the frontier pairs whose measured medians are further apart "
                  "than half their IQRs together (how many), not a target")
     lines.append("tau, run vs itself: the frontier plans' order in the even rounds against the odd rounds "
                  "(each half the steps), how far the run can order them at all, not a target")
+    lines.append(f"others CPU: the share of the machine's CPU time other processes took while the model was "
+                 f"measured (execution.machine_load); above {QUIET_SHARE:.0%}, its measured figures are slowed")
     return lines
 
 

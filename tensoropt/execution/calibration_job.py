@@ -68,6 +68,7 @@ from tensoropt.execution.calibration_overheads import measure_overheads
 from tensoropt.execution.guards import CACHE_CAPACITY
 from tensoropt.execution.horovod_timeline import busy_seconds, recording_timeline
 from tensoropt.execution.hosts import job_hostnames
+from tensoropt.execution.machine_load import QUIET_SHARE, ForeignLoad, describe
 from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.validation import CommandParser, check_writable, positive_int
@@ -428,6 +429,7 @@ class Calibrator:
             The profile (on every rank).
         """
         started = time.time()
+        load = ForeignLoad(self.comm)
         if min_bytes is None:
             min_bytes = _FLOAT_BYTES * self.size
         sizes = default_sizes(min_bytes, max_bytes)
@@ -436,6 +438,8 @@ class Calibrator:
         profile = self.build_profile(results, repeats=repeats, inner=inner, statistic=statistic,
                                      started=started, links=links, busy=self.last_busy)
         profile.extra["overheads"] = measure_overheads(self, repeats=repeats)
+        share = load.share()
+        profile.extra["foreign_cpu_share"] = None if share is None else round(share, 4)
         if self.rank == 0 and out_path is not None:
             profile.save(out_path)
         self.comm.Barrier()
@@ -488,6 +492,10 @@ def calibrate(out_path: str | os.PathLike | None = DEFAULT_PROFILE_PATH, max_byt
     return profile
 
 
+def _others(share: float | None) -> str:
+    return "" if share is None else f", other processes {share:.0%} of the CPUs"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``tensoropt calibrate --out PATH --max-bytes N --repeats R [--min-bytes N] [--inner K] [--links L] [--statistic S]``."""
     p = CommandParser(prog="tensoropt calibrate",
@@ -514,10 +522,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if MPI.COMM_WORLD.Get_rank() == 0:
         n = profile.world_size
+        share = profile.extra.get("foreign_cpu_share")
         print(f"calibrate: {n} rank(s) on {profile.machines} machine(s), {len(profile.measurements)} "
-              f"measurements, matmul {profile.peak_flops / 1e9:.1f} GFLOP/s per rank; wrote {args.out}")
+              f"measurements, matmul {profile.peak_flops / 1e9:.1f} GFLOP/s per rank{_others(share)}; "
+              f"wrote {args.out}")
         if n == 1:
             print("calibrate: one rank measures no collective; run under mpirun -np N", file=sys.stderr)
+        if share is not None and share > QUIET_SHARE:
+            print(describe(share, "calibrate"), file=sys.stderr)
     return 0
 
 

@@ -16,14 +16,14 @@ def test_errors_and_tau_per_model_and_n_a_where_the_frontier_times_tie():
                _row("frontier", 3.0, 3.3)]
     tied = [_row("frontier", 2.0, 1.0), _row("frontier", 1.0, 1.0)]   # every estimate the same
     lines = summary_lines([("mlp", _summary(ordered)), ("cnn", _summary(tied))])
-    assert lines[0].split()[:2] == ["model", "source"] and lines[-3].startswith("targets:")
+    assert lines[0].split()[:2] == ["model", "source"] and lines[-4].startswith("targets:")
     mlp = [ln.split() for ln in lines if ln.startswith("mlp")]
     cnn = [ln.split() for ln in lines if ln.startswith("cnn")]
     assert [r[1] for r in mlp] == ["additive", "simulated"]
     # time: +10% under once, -10% over three times: mean |error| 10.0%, signed -5.0%
     assert mlp[0][2:4] == ["10.0%", "(-5.0%)"]
-    assert mlp[0][-4:] == ["1.00", "1.00", "(3)", "1.00"]    # the estimated order is the measured one
-    assert cnn[0][-4] == "n/a" and cnn[1][-4] == "n/a"
+    assert mlp[0][-5:-1] == ["1.00", "1.00", "(3)", "1.00"]    # the estimated order is the measured one
+    assert cnn[0][-5] == "n/a" and cnn[1][-5] == "n/a"
 
 
 def test_tau_on_resolved_pairs_leaves_out_plans_measured_within_noise():
@@ -32,7 +32,7 @@ def test_tau_on_resolved_pairs_leaves_out_plans_measured_within_noise():
     front = [_row("frontier", 10.0, 11.0, 1.0), _row("frontier", 10.5, 10.6, 1.0),
              _row("frontier", 20.0, 21.0, 1.0)]
     mlp = [ln.split() for ln in summary_lines([("mlp", _summary(front))]) if ln.startswith("mlp")]
-    assert mlp[0][-4:-1] == ["0.33", "1.00", "(2)"]
+    assert mlp[0][-5:-2] == ["0.33", "1.00", "(2)"]
 
 
 def test_the_run_against_itself_orders_the_frontier_by_its_even_and_odd_rounds():
@@ -43,5 +43,33 @@ def test_the_run_against_itself_orders_the_frontier_by_its_even_and_odd_rounds()
              _row("frontier", 20.0, 20.0, 1.0, halves=(20.0, 20.0))]
     lines = summary_lines([("lstm", _summary(front))])
     rows = [ln.split() for ln in lines if ln.startswith("lstm")]
-    assert [r[-1] for r in rows] == ["0.33", "0.33"] and rows[0][-4] == "1.00"
+    assert [r[-2] for r in rows] == ["0.33", "0.33"] and rows[0][-5] == "1.00"
     assert any(ln.startswith("tau, run vs itself:") for ln in lines)
+
+
+def test_the_share_of_cpu_other_processes_took_is_printed_per_model_and_explained():
+    front = [_row("frontier", 10.0, 10.0), _row("frontier", 20.0, 20.0)]
+    lines = summary_lines([("mlp", {**_summary(front), "others_cpu": 0.234}),
+                           ("cnn", {**_summary(front), "others_cpu": None}), ("lstm", _summary(front))])
+    assert lines[0].split()[-2:] == ["others", "CPU"]
+    assert [ln.split()[-1] for ln in lines if ln.startswith(("mlp", "cnn", "lstm"))] == \
+        ["23.4%", "23.4%", "n/a", "n/a", "n/a", "n/a"]
+    assert any(ln.startswith("others CPU:") for ln in lines)
+
+
+def test_the_calibration_line_says_which_profile_how_old_and_how_loaded(tmp_path):
+    import datetime
+    import json
+
+    from tensoropt.bench.accuracy import calibration_line
+
+    assert "none at" in calibration_line(tmp_path / "missing.json")
+    profile = {"format_version": 1, "world_size": 2, "hostnames": ["vm", "vm"], "machines": 1,
+               "devices_per_machine": 2, "memory_bytes_per_device": 1e9,
+               "compute": {"matmul_flops_per_s": 1e11}, "measurements": [],
+               "created_utc": "2026-11-28T05:00:00+00:00", "foreign_cpu_share": 0.031}
+    path = tmp_path / "local.json"
+    path.write_text(json.dumps(profile))
+    now = datetime.datetime(2026, 11, 28, 11, 0, tzinfo=datetime.timezone.utc)
+    line = calibration_line(path, now=now)
+    assert "(6.0 h ago)" in line and "took 3.1% of the CPUs" in line
