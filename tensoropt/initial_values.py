@@ -25,7 +25,8 @@ from tensoropt.initializers import (Initializer, constant_initializer, random_no
                                     random_uniform_initializer, truncated_normal_initializer)
 from tensoropt.ops.source_ops import new_variable
 
-__all__ = ["InitialValue", "truncated_normal", "random_normal", "random_uniform", "tf1_variable"]
+__all__ = ["InitialValue", "truncated_normal", "random_normal", "random_uniform", "tf1_variable",
+           "initial_value_parts"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,25 @@ def _from_fill(tensor: Tensor):
     return constant_initializer(op.attrs["value"]), tuple(tensor.shape), tensor.dtype
 
 
+def initial_value_parts(where: str, initial_value) -> tuple[Initializer, tuple[int, ...], DType]:
+    """The initializer, shape and dtype of a value a variable starts from: an
+    ``InitialValue``, a fill nothing reads yet (``to.zeros``, ``to.constant``), or a numpy
+    array, list or number (float arrays become float32, as the rest of TensorOpt).
+
+    Raises:
+        ValueError: the value is computed by the graph, or not numeric (named by ``where``).
+    """
+    if isinstance(initial_value, InitialValue):
+        return initial_value.initializer, initial_value.shape, initial_value.dtype
+    if isinstance(initial_value, Tensor):
+        return _from_fill(initial_value)
+    array = np.asarray(initial_value)
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{where}: initial value {initial_value!r} is not numeric")
+    return (constant_initializer(array), tuple(array.shape),
+            float32 if array.dtype.kind == "f" else as_dtype(array.dtype.name))
+
+
 def tf1_variable(initial_value=None, trainable=True, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None, expected_shape=None,
                  import_scope=None, constraint=None, use_resource=None, **unused) -> Variable:
@@ -83,16 +103,7 @@ def tf1_variable(initial_value=None, trainable=True, collections=None, validate_
         raise ValueError(f"Variable: constraint={constraint!r} is not supported; leave it None")
     if callable(initial_value) and not isinstance(initial_value, Tensor):
         initial_value = initial_value()
-    if isinstance(initial_value, InitialValue):
-        initializer, shape, vdtype = initial_value.initializer, initial_value.shape, initial_value.dtype
-    elif isinstance(initial_value, Tensor):
-        initializer, shape, vdtype = _from_fill(initial_value)
-    else:
-        array = np.asarray(initial_value)
-        if array.dtype.kind not in "biuf":
-            raise ValueError(f"Variable: initial value {initial_value!r} is not numeric")
-        initializer, shape = constant_initializer(array), array.shape
-        vdtype = float32 if array.dtype.kind == "f" else as_dtype(array.dtype.name)
+    initializer, shape, vdtype = initial_value_parts("Variable", initial_value)
     graph = get_default_graph()
     full_name = graph.unique_name(name or "Variable", reserve=False)   # new_variable's op takes it
     return new_variable("Variable", full_name, shape, dtype or vdtype, initializer, trainable)

@@ -101,11 +101,13 @@ def placeholder(dtype, shape=None, name: str | None = None):
     return op.outputs[0]
 
 
-def get_variable(name: str, shape=None, dtype=float32, initializer: Initializer | None = None,
+def get_variable(name: str, shape=None, dtype=None, initializer: Initializer | None = None,
                  regularizer=None, trainable: bool = True, **unused) -> Variable:
     """Creates (or, under reuse, returns) a variable, as ``tf.compat.v1.get_variable``.
 
-    The default initializer is glorot-uniform, as in TensorFlow.
+    The default initializer is glorot-uniform, as in TensorFlow. The initializer may also
+    be a value (a numpy array, a list, ``to.constant(...)``): the variable then takes its
+    shape and dtype, and ``shape`` is left out.
 
     Raises:
         ValueError: for a duplicate name without reuse, a reused name with another shape,
@@ -130,7 +132,16 @@ def get_variable(name: str, shape=None, dtype=float32, initializer: Initializer 
                          "get_variable(). Did you mean to set reuse=tensoropt.AUTO_REUSE?")
     if initializer is None:
         initializer = glorot_uniform_initializer()
-    var = new_variable("get_variable", full_name, shape, dtype, initializer, trainable)
+    elif not isinstance(initializer, Initializer) and not callable(initializer):
+        # a value (numpy array, list, number, to.constant/zeros): it gives the shape
+        from tensoropt.initial_values import initial_value_parts  # noqa: PLC0415 - it imports this module
+        if shape is not None:
+            raise ValueError(f"get_variable '{full_name}': initializer is a value, which gives the shape; "
+                             f"leave shape={list(shape)} out, as TensorFlow requires")
+        initializer, shape, value_dtype = initial_value_parts(f"get_variable '{full_name}'", initializer)
+        dtype = value_dtype if dtype is None else dtype
+    var = new_variable("get_variable", full_name, shape, float32 if dtype is None else dtype, initializer,
+                       trainable)
     if regularizer is not None:
         if not callable(regularizer):
             raise ValueError(f"get_variable '{full_name}': regularizer {regularizer!r} is not callable; give "

@@ -130,3 +130,25 @@ def test_tf1_variable_of_a_computed_tensor_says_what_to_pass():
         to.Variable(x * 2.0)
     with pytest.raises(ValueError, match="give an initial value"):
         to.Variable()
+
+
+def test_get_variable_takes_a_value_as_its_initializer_and_its_shape_from_it():
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with to.variable_scope("emb"):
+        e = to.get_variable("table", initializer=table)
+        c = to.get_variable("c", initializer=to.constant(0.5, shape=[2]))
+        n = to.get_variable("n", initializer=[1.0, 2.0], trainable=False)
+        i = to.get_variable("i", initializer=np.array([3, 4], np.int32), trainable=False)
+    assert [tuple(v.shape) for v in (e, c, n, i)] == [(4, 3), (2,), (2,), (2,)]
+    assert [v.dtype for v in (e, c, n, i)] == [to.float32, to.float32, to.float32, to.int32]
+    with pytest.raises(ValueError, match=r"get_variable 'emb/bad': initializer is a value.*leave shape=\[4, 3\] out"):
+        with to.variable_scope("emb"):
+            to.get_variable("bad", [4, 3], initializer=table)
+    with pytest.raises(ValueError, match="get_variable 'words': initial value .* is not numeric"):
+        to.get_variable("words", initializer=["a", "b"])
+    to.build_execution_graph(plan=to.find_strategy())
+    ev, cv, nv, iv = to.run([e, c, n, i])
+    np.testing.assert_array_equal(ev, table)
+    np.testing.assert_array_equal(cv, [0.5, 0.5])
+    np.testing.assert_array_equal(nv, [1.0, 2.0])
+    np.testing.assert_array_equal(iv, [3, 4])
