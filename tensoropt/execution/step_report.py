@@ -22,6 +22,7 @@ import sys
 from typing import Any, TextIO
 
 from tensoropt.execution.step_profile import StepProfile, format_bytes
+from tensoropt.units import format_seconds
 from tensoropt.validation import env_whole_number
 
 __all__ = ["StepReporter", "report_step_from_env", "REPORT_STEP_ENV"]
@@ -75,11 +76,11 @@ class StepReporter:
 
     def format(self, time_s: float, peaks: list[float]) -> str:
         plan, sim = self.plan, self.simulated
-        est_time = "n/a" if plan.time_s is None else f"{plan.time_s * 1e3:.2f} ms"
+        est_time = "n/a" if plan.time_s is None else format_seconds(plan.time_s)
         est_mem = "n/a" if plan.memory_bytes is None else format_bytes(plan.memory_bytes)
-        extra_t = f", simulated {sim['time_s'] * 1e3:.2f} ms" if "time_s" in sim else ""
+        extra_t = f", simulated {format_seconds(sim['time_s'])}" if "time_s" in sim else ""
         extra_m = f", simulated peak {format_bytes(sim['peak_memory_bytes'])}" if "peak_memory_bytes" in sim else ""
         per_rank = ", ".join(format_bytes(m) for m in peaks)
-        return (f"tensoropt: after {self.steps} steps: measured {time_s * 1e3:.2f} ms per step "
+        return (f"tensoropt: after {self.steps} steps: measured {format_seconds(time_s)} per step "
                 f"(estimated {est_time}{extra_t}); peak memory per rank {per_rank} "
                 f"(estimated {est_mem}{extra_m})")

@@ -7,6 +7,7 @@ import pytest
 import tensoropt as to
 from tensoropt.execution.step_profile import format_bytes
 from tensoropt.execution.step_report import StepReporter, report_step_from_env
+from tensoropt.units import format_seconds
 
 B, D = 256, 1024
 
@@ -16,6 +17,12 @@ B, D = 256, 1024
                                           (-2048, "-2.0 KiB")])
 def test_memory_is_printed_in_the_unit_that_fits(nbytes, text):
     assert format_bytes(nbytes) == text
+
+
+@pytest.mark.parametrize("seconds, text", [(1.8, "1.80 s"), (0.0123, "12.30 ms"), (0.001, "1.00 ms"),
+                                            (2.1e-6, "2.10 us"), (0.0, "0.00 us"), (-0.5, "-500.00 ms")])
+def test_time_is_printed_in_the_unit_that_fits(seconds, text):
+    assert format_seconds(seconds) == text
 
 
 def _model():
@@ -93,5 +100,5 @@ def test_reporter_takes_the_slowest_rank_and_every_rank_peak():
     from tensoropt.execution.step_profile import StepProfile
     r.step(0.5, None)
     r.step(0.9, StepProfile(0.9, 0.0, 2**20, 2**20))
-    assert r.line.startswith("tensoropt: after 2 steps: measured 1800.00 ms per step (estimated 10.00 ms, "
+    assert r.line.startswith("tensoropt: after 2 steps: measured 1.80 s per step (estimated 10.00 ms, "
                              "simulated 20.00 ms); peak memory per rank 2.0 MiB, 3.0 MiB (estimated 1.0 MiB)")
