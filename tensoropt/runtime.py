@@ -125,8 +125,27 @@ def _finish() -> None:
         _runtime.watch.close()
 
 
+#: environment variables in which launchers give a process its job's size: Open MPI's
+#: mpirun, then MPICH's and Intel MPI's (Hydra)
+LAUNCHER_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+
+
+def launched_ranks(env) -> int:
+    """How many ranks the launcher started this process among (1 when none says)."""
+    for name in LAUNCHER_SIZE_VARIABLES:
+        value = env.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
 def world() -> World:
-    """The world from ``init``; without ``init``, a single process on this host."""
+    """The world from ``init``. Without ``init``: under a launcher of several ranks
+    (``mpirun -np N``), ``init`` is called now, so that a script with only the three
+    calls still plans and trains as one job, not as N separate copies; else a single
+    process on this host."""
+    if _runtime.world is None and launched_ranks(os.environ) > 1:
+        return init()
     return _runtime.world or World(0, 1, (socket.gethostname(),))
 
 

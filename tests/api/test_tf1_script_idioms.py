@@ -152,3 +152,12 @@ def test_get_variable_takes_a_value_as_its_initializer_and_its_shape_from_it():
     np.testing.assert_array_equal(cv, [0.5, 0.5])
     np.testing.assert_array_equal(nv, [1.0, 2.0])
     np.testing.assert_array_equal(iv, [3, 4])
+
+
+def test_the_launcher_says_how_many_ranks_started_this_process():
+    from tensoropt.runtime import launched_ranks
+
+    assert launched_ranks({}) == 1
+    assert launched_ranks({"OMPI_COMM_WORLD_SIZE": "4"}) == 4
+    assert launched_ranks({"PMI_SIZE": "2"}) == 2
+    assert launched_ranks({"OMPI_COMM_WORLD_SIZE": "", "PMI_SIZE": "x"}) == 1
