@@ -21,12 +21,10 @@ INSTEAD = {
     "dense": "to.layers.dense",
     "batch_normalization": "to.nn.moments then to.nn.batch_normalization (training-mode statistics; "
                            "moving averages are not mirrored)",
-    "softmax_cross_entropy": "write the loss from ops, e.g. to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
-                             "labels=y, logits=logits))",
-    "sparse_softmax_cross_entropy": "to.reduce_mean(to.nn.sparse_softmax_cross_entropy_with_logits("
-                                    "labels=y, logits=logits))",
-    "mean_squared_error": "to.reduce_mean(to.squared_difference(predictions, labels))",
-    "sigmoid_cross_entropy": "to.reduce_mean(to.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits))",
+    "softmax_cross_entropy": "to.losses.softmax_cross_entropy",
+    "sparse_softmax_cross_entropy": "to.losses.sparse_softmax_cross_entropy",
+    "mean_squared_error": "to.losses.mean_squared_error",
+    "sigmoid_cross_entropy": "to.losses.sigmoid_cross_entropy",
     "Session": "there is no session: to.build_execution_graph(plan=...) builds and initializes, to.run(...) runs",
     "InteractiveSession": "there is no session: to.build_execution_graph(plan=...) then to.run(...)",
     "global_variables_initializer": "variables are initialized by to.build_execution_graph (or restored by "
