@@ -110,6 +110,13 @@ def log_loss(labels=None, predictions=None, weights=1.0, epsilon=1e-7, scope=Non
                    loss_collection, scope)
 
 
+def _smoothed(labels, smoothing: float, uniform: float):
+    """``labels (1 - smoothing) + smoothing * uniform``: toward the uniform label."""
+    if not smoothing:
+        return labels
+    return add(multiply(labels, 1.0 - smoothing), smoothing * uniform)
+
+
 def sparse_softmax_cross_entropy(labels=None, logits=None, weights=1.0, scope=None,
                                  loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     labels, logits = _pair("sparse_softmax_cross_entropy", "labels", labels, "logits", logits)
@@ -122,8 +129,7 @@ def softmax_cross_entropy(onehot_labels=None, logits=None, weights=1.0, label_sm
                           loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """With ``label_smoothing`` s: labels (1 - s) + s / classes."""
     labels, logits = _pair("softmax_cross_entropy", "onehot_labels", onehot_labels, "logits", logits)
-    if label_smoothing:
-        labels = add(multiply(labels, 1.0 - label_smoothing), label_smoothing / int(logits.shape[-1]))
+    labels = _smoothed(labels, label_smoothing, 1.0 / int(logits.shape[-1]))
     return _reduce("softmax_cross_entropy",
                    nn_ops.softmax_cross_entropy_with_logits(labels=labels, logits=logits),
                    weights, reduction, loss_collection, scope)
@@ -133,8 +139,7 @@ def sigmoid_cross_entropy(multi_class_labels=None, logits=None, weights=1.0, lab
                           loss_collection=GraphKeys.LOSSES, reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
     """With ``label_smoothing`` s: labels (1 - s) + s / 2."""
     labels, logits = _pair("sigmoid_cross_entropy", "multi_class_labels", multi_class_labels, "logits", logits)
-    if label_smoothing:
-        labels = add(multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    labels = _smoothed(labels, label_smoothing, 0.5)
     return _reduce("sigmoid_cross_entropy",
                    composite_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits),
                    weights, reduction, loss_collection, scope)
