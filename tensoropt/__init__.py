@@ -25,7 +25,8 @@ from tensoropt import contrib, layers, losses, nn, ops, train
 from tensoropt._version import __version__
 from tensoropt.dtypes import DType, as_dtype, bool_ as bool, float32, int32, int64  # noqa: A004 - tf.bool
 from tensoropt.graph import (AUTO_REUSE, Graph, Operation, Tensor, TensorShape, Variable,
-                             get_default_graph, name_scope, reset_default_graph, variable_scope)
+                             VariableScope, get_default_graph, get_variable_scope, name_scope,
+                             reset_default_graph, variable_scope)
 from tensoropt.initializers import (constant_initializer, glorot_normal_initializer,
                                     glorot_uniform_initializer, he_normal, he_uniform,
                                     ones_initializer, random_normal_initializer,
@@ -67,7 +68,8 @@ __all__ = [
     "Plan", "OpConfig",
     # graph
     "Graph", "Operation", "Tensor", "TensorShape", "Variable", "get_default_graph",
-    "reset_default_graph", "name_scope", "variable_scope", "AUTO_REUSE",
+    "reset_default_graph", "name_scope", "variable_scope", "get_variable_scope", "VariableScope",
+    "AUTO_REUSE",
     # dtypes
     "DType", "as_dtype", "float32", "int32", "int64", "bool",
     # collections

@@ -36,6 +36,8 @@ __all__ = [
     "reset_default_graph",
     "name_scope",
     "variable_scope",
+    "get_variable_scope",
+    "VariableScope",
     "AUTO_REUSE",
 ]
 
@@ -213,6 +215,32 @@ class _Scope:
     is_variable_scope: bool = False
 
 
+class VariableScope:
+    """What ``with variable_scope("conv1") as scope:`` gives, as TensorFlow's: ``name``
+    (the full scope name, ``"block/conv1"``), ``original_name_scope`` (``"block/conv1/"``),
+    ``reuse``, and ``reuse_variables()``, which makes ``get_variable`` return existing
+    variables from then on inside it. Passing it to ``variable_scope`` enters the same
+    scope again, wherever that is written."""
+
+    def __init__(self, name: str, scope: _Scope) -> None:
+        self.name = name
+        self._scope = scope
+
+    @property
+    def reuse(self) -> Any:
+        return self._scope.reuse
+
+    @property
+    def original_name_scope(self) -> str:
+        return self.name + "/" if self.name else ""
+
+    def reuse_variables(self) -> None:
+        self._scope.reuse = True
+
+    def __repr__(self) -> str:
+        return f"<tensoropt VariableScope {self.name!r} reuse={self.reuse!r}>"
+
+
 @dataclass
 class TrainStep:
     """What ``Optimizer.minimize`` (or ``apply_gradients``) recorded: the loss, the
@@ -246,6 +274,7 @@ class Graph:
         self._names: set[str] = set()
         self._name_counts: dict[str, int] = {}
         self._scopes: list[_Scope] = []
+        self._root = _Scope("", None, True)   # get_variable_scope() outside every scope
 
     # -- naming ------------------------------------------------------------------------
     def _scope_prefix(self) -> str:
@@ -283,16 +312,32 @@ class Graph:
             self._scopes.pop()
 
     @contextlib.contextmanager
-    def variable_scope(self, name: str, reuse: Any = None) -> Iterator[str]:
-        inherited = next((s.reuse for s in reversed(self._scopes) if s.reuse), None)
-        self._scopes.append(_Scope(name, reuse if reuse is not None else inherited, True))
+    def variable_scope(self, name: str, reuse: Any = None, *, absolute: bool = False) -> Iterator[VariableScope]:
+        """Enters scope ``name`` inside the current one, or, ``absolute``, as the whole
+        scope (``name`` is then a full name: a ``VariableScope`` entered again)."""
+        saved = self._scopes
+        if absolute:
+            self._scopes = []
+        inherited = self.current_reuse()
+        scope = _Scope(name, reuse if reuse is not None else inherited, True)
+        self._scopes = self._scopes + [scope]
         try:
-            yield self._scope_prefix()
+            yield VariableScope(self._scope_prefix().rstrip("/"), scope)
         finally:
-            self._scopes.pop()
+            self._scopes = saved
+
+    def current_scope(self) -> VariableScope:
+        """The innermost variable scope (the root one, named "", outside every scope)."""
+        scope = next((s for s in reversed(self._scopes) if s.is_variable_scope), self._root)
+        names = []
+        for s in self._scopes:
+            names.append(s.name)
+            if s is scope:
+                break
+        return VariableScope("/".join(names) if scope is not self._root else "", scope)
 
     def current_reuse(self) -> Any:
-        return next((s.reuse for s in reversed(self._scopes) if s.reuse), None)
+        return next((s.reuse for s in reversed([self._root, *self._scopes]) if s.reuse), None)
 
     # -- building ----------------------------------------------------------------------
     def create_op(self, kind: str, inputs: Sequence[Tensor], attrs: dict[str, Any] | None = None,
@@ -391,7 +436,17 @@ def variable_scope(name_or_scope: str | None, reuse: Any = None, default_name: s
     variable of the same name, as in TensorFlow 1.x.
     """
     graph = get_default_graph()
+    if isinstance(name_or_scope, VariableScope):   # entered again, as it was captured
+        return graph.variable_scope(name_or_scope.name, reuse if reuse is not None else name_or_scope.reuse,
+                                    absolute=True)
     name = name_or_scope
     if name is None:  # as TensorFlow: a fresh scope named after default_name
         name = graph.unique_name(default_name or "scope").rsplit("/", 1)[-1]
     return graph.variable_scope(name, reuse)
+
+
+def get_variable_scope() -> VariableScope:
+    """The current variable scope, as ``tf.compat.v1.get_variable_scope()``:
+    ``get_variable_scope().reuse_variables()`` makes later ``get_variable`` calls in it
+    (at the top level: everywhere) return existing variables."""
+    return get_default_graph().current_scope()

@@ -161,3 +161,23 @@ def test_the_launcher_says_how_many_ranks_started_this_process():
     assert launched_ranks({"OMPI_COMM_WORLD_SIZE": "4"}) == 4
     assert launched_ranks({"PMI_SIZE": "2"}) == 2
     assert launched_ranks({"OMPI_COMM_WORLD_SIZE": "", "PMI_SIZE": "x"}) == 1
+
+
+def test_variable_scope_gives_a_scope_object_as_tensorflow_does():
+    with to.variable_scope("block"):
+        with to.variable_scope("conv1") as scope:
+            assert (scope.name, scope.original_name_scope, scope.reuse) == ("block/conv1", "block/conv1/", None)
+            w = to.get_variable("w", [2])
+            h = to.nn.relu(w, name=scope.name.split("/")[-1])
+            scope.reuse_variables()
+            assert to.get_variable("w", [2]) is w and to.get_variable_scope().reuse
+    assert h.op.name == "block/conv1/conv1"
+    with to.variable_scope("elsewhere"):
+        with to.variable_scope(scope) as again:        # entered again where it was, reusing
+            assert again.name == "block/conv1" and to.get_variable("w", [2]) is w
+    assert to.get_variable_scope().name == "" and not to.get_variable_scope().reuse
+    to.get_variable("v", [3])
+    to.get_variable_scope().reuse_variables()           # the top level: every scope reuses
+    assert to.get_variable("v", [3]) is to.get_default_graph().variables["v"]
+    with pytest.raises(ValueError, match="does not exist"):
+        to.get_variable("new", [3])
