@@ -52,6 +52,9 @@ CASES = {
     "where": lambda m, w, y: m.where(m.greater(w, 0.5), w * y, -w),
     "where_v2 broadcast": lambda m, w, y: m.where_v2(m.less(y[0], 0.5), w, m.zeros_like(w)),
     "gather": lambda m, w, y: m.gather(w * 2.0, m.argmax(y[:, :3], 1)),
+    "lrn": lambda m, w, y: m.nn.lrn(m.reshape(w, [1, 3, 1, 4]), 1, bias=1.0, alpha=0.3, beta=0.75),
+    "local_response_normalization defaults": lambda m, w, y: m.nn.local_response_normalization(
+        m.reshape(w * y, [1, 1, 3, 4])),
 }
 
 
@@ -127,6 +130,9 @@ def test_gradient_from_the_output_is_tensorflows(kind):
      r"labels .* \(4, 3\) and logits .* \(3, 4\) differ in shape"),
     (lambda w: to.nn.sigmoid_cross_entropy_with_logits(w, w), "pass both labels= and logits= by name"),
     (lambda w: to.nn.l2_normalize(w, axis=0, dim=1), "axis=0 and dim=1"),
+    (lambda w: to.nn.lrn(w), r"lrn 'LRN': a float32 input of shape \(3, 4\).*expected a 4-D float32 NHWC"),
+    (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), depth_radius=1.5), "depth_radius=1.5; give an int >= 0"),
+    (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), beta="0.75"), "beta='0.75' is not a number"),
 ])
 def test_bad_arguments_are_refused_by_name(call, named):
     w = to.get_variable("w", X.shape)

@@ -73,7 +73,7 @@ def cnn():
     y = to.placeholder(to.int32, [8], name="labels")
     w1 = to.get_variable("conv1/w", [3, 3, 4, 8], initializer=to.glorot_uniform_initializer(seed=1))
     h = to.nn.relu(to.nn.conv2d(x, w1, strides=1, padding="SAME"))
-    h = to.nn.max_pool2d(h, 2, 2, "VALID")
+    h = to.nn.lrn(to.nn.max_pool2d(h, 2, 2, "VALID"), 2, bias=1.0, alpha=0.05, beta=0.75)
     w2 = to.get_variable("conv2/w", [3, 3, 8, 8], initializer=to.glorot_uniform_initializer(seed=2))
     h = to.nn.conv2d(h, w2, strides=1, padding="SAME")
     mean, variance = to.nn.moments(h, axes=[0, 1, 2])
