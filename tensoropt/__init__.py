@@ -43,6 +43,8 @@ from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_colle
                                          trainable_variables)
 from tensoropt.ops.composite_ops import (clip_by_value, constant, expand_dims, ones_like, shape, squeeze,
                                          stack, unstack, zeros_like)
+from tensoropt.ops.elementwise_ops import (ceil, cos, erf, floor, log1p, reciprocal, round, sign, sin,
+                                           stop_gradient)
 from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log, matmul, maximum,
                                     minimum, multiply, negative, pow, reduce_max, reduce_mean, reduce_min,
                                     reduce_sum, rsqrt, sigmoid, sqrt, square, squared_difference, subtract,
@@ -83,6 +85,7 @@ __all__ = [
     "matmul", "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow",
     "squared_difference", "add_n", "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp",
     "log", "square", "identity", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+    "log1p", "reciprocal", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "stop_gradient",
     "where", "where_v2", "gather",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",

@@ -178,7 +178,8 @@ def _variables_reaching(tensor: Tensor) -> set:
         seen.add(op)
         if op.kind == "variable":
             found.add(op.outputs[0])
-        stack.extend(t.op for t in op.inputs)
+        if op.op_def.passes_gradient:
+            stack.extend(t.op for t in op.inputs)
     return found
 
 

@@ -8,6 +8,7 @@ Usage::
 from tensoropt.nn import rnn_cell
 from tensoropt.ops.conv_ops import avg_pool, avg_pool2d, conv2d, max_pool, max_pool2d
 from tensoropt.ops.composite_ops import l2_loss, l2_normalize, sigmoid_cross_entropy_with_logits
+from tensoropt.ops.elementwise_ops import softsign
 from tensoropt.ops.lrn_ops import local_response_normalization, lrn
 from tensoropt.ops.math_ops import sigmoid, tanh
 from tensoropt.ops.nn_ops import (bias_add, dropout, elu, embedding_lookup, gelu, leaky_relu,
@@ -25,7 +26,7 @@ __all__ = [
     "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
     "sparse_softmax_cross_entropy_with_logits",
     "sigmoid_cross_entropy_with_logits", "l2_loss", "l2_normalize",
-    "static_rnn", "dynamic_rnn", "sigmoid", "tanh", "lrn", "local_response_normalization",
+    "static_rnn", "dynamic_rnn", "sigmoid", "tanh", "lrn", "local_response_normalization", "softsign",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

@@ -22,7 +22,8 @@ from tensoropt.ops.space import elementwise_space
 __all__ = [
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "pow", "squared_difference",
     "negative", "abs", "tanh", "sigmoid", "sqrt", "rsqrt", "exp", "log", "square", "identity",
-    "UnaryDef", "BinaryDef", "binary",
+    "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil", "round", "sign",
+    "stop_gradient", "UnaryDef", "BinaryDef", "binary",
 ]
 
 # --- unary elementwise ------------------------------------------------------------------
@@ -48,6 +49,18 @@ _UNARY = {
     "leaky_relu": ("nn.leaky_relu", 3.0, "input"),
     "softplus": ("nn.softplus", 10.0, "input"),
     "silu": ("nn.silu", 12.0, "input"),
+    "log1p": ("math.log1p", 3.0, "input"),
+    "reciprocal": ("math.reciprocal", 3.0, "output"),
+    "erf": ("math.erf", 12.0, "input"),
+    "sin": ("math.sin", 8.0, "input"),
+    "cos": ("math.cos", 8.0, "input"),
+    "softsign": ("nn.softsign", 6.0, "input"),
+    # no gradient: TensorFlow's is zero (floor, ceil, round, sign) or stopped
+    "floor": ("math.floor", 1.0, None),
+    "ceil": ("math.ceil", 1.0, None),
+    "round": ("math.round", 1.0, None),
+    "sign": ("math.sign", 1.0, None),
+    "stop_gradient": ("stop_gradient", 0.0, None),
 }
 
 # attributes a unary op passes to its TensorFlow function, by keyword
@@ -75,6 +88,7 @@ _GRAD_FROM_OUTPUT = {
     "relu6": lambda tf, y, dy: dy * tf.cast((y > 0) & (y < 6), dy.dtype),
     "elu": lambda tf, y, dy: dy * tf.where(y > 0, tf.ones_like(y), y + 1.0),
     "selu": lambda tf, y, dy: dy * tf.where(y > 0, tf.fill(tf.shape(y), _SELU_SCALE), y + _SELU_SCALE * _SELU_ALPHA),
+    "reciprocal": lambda tf, y, dy: -dy * y * y,
 }
 
 
@@ -92,7 +106,7 @@ class UnaryDef(OpDef):
         if len(op.inputs) != 1:
             raise op_error(op, f"got {len(op.inputs)} inputs", "exactly one tensor")
         x = op.inputs[0]
-        if not x.dtype.is_floating and self.kind not in ("identity", "negative"):
+        if not x.dtype.is_floating and self.kind not in ("identity", "negative", "stop_gradient", "sign"):
             raise op_error(op, f"dtype {x.dtype.name} is not floating", "a float32 tensor")
         space = elementwise_space([x.shape], x.shape, self.flops_per_element,
                                   saved_inputs=(0,) if self.keeps == "input" else (),
@@ -104,16 +118,18 @@ class UnaryDef(OpDef):
         return [fn(inputs[0], **{a: op.attrs[a] for a in _UNARY_ATTRS.get(self.kind, ())})]
 
 
+#: the unary kinds whose input TensorFlow gives no gradient
+_NO_GRADIENT = ("floor", "ceil", "round", "sign", "stop_gradient")
+
 for _kind, (_path, _flops, _keeps) in _UNARY.items():
     register(type(f"{_kind.capitalize()}Def", (UnaryDef,), {
         "kind": _kind, "tf_path": _path, "flops_per_element": _flops, "keeps": _keeps,
-        "grad_from_output_ok": _kind in _GRAD_FROM_OUTPUT}))
+        "grad_from_output_ok": _kind in _GRAD_FROM_OUTPUT, "passes_gradient": _kind not in _NO_GRADIENT}))
 
 
 def _unary(kind: str, x, name: str | None, **attrs) -> Tensor:
     x = as_tensor(kind, x)
     return get_default_graph().create_op(kind, [x], attrs, name=name).outputs[0]
-
 
 
 def tanh(x, name=None):
@@ -154,6 +170,51 @@ def identity(input, name=None):  # noqa: A002 - TensorFlow's argument name
 
 def abs(x, name=None):  # noqa: A001 - TensorFlow's name
     return _unary("abs", x, name)
+
+
+def log1p(x, name=None):
+    return _unary("log1p", x, name)
+
+
+def reciprocal(x, name=None):
+    return _unary("reciprocal", x, name)
+
+
+def erf(x, name=None):
+    return _unary("erf", x, name)
+
+
+def sin(x, name=None):
+    return _unary("sin", x, name)
+
+
+def cos(x, name=None):
+    return _unary("cos", x, name)
+
+
+def softsign(features, name=None):
+    return _unary("softsign", features, name)
+
+
+def floor(x, name=None):
+    return _unary("floor", x, name)
+
+
+def ceil(x, name=None):
+    return _unary("ceil", x, name)
+
+
+def round(x, name=None):  # noqa: A001 - TensorFlow's name
+    return _unary("round", x, name)
+
+
+def sign(x, name=None):
+    return _unary("sign", x, name)
+
+
+def stop_gradient(input, name=None):  # noqa: A002 - TensorFlow's argument name
+    """The input's value, through which no gradient flows (``tf.stop_gradient``)."""
+    return _unary("stop_gradient", input, name)
 
 
 # --- binary elementwise -----------------------------------------------------------------

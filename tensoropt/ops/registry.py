@@ -65,6 +65,10 @@ class OpDef:
     def lower(self, tf, op, inputs: Sequence[Any], ctx: LoweringContext) -> list[Any]:  # pragma: no cover
         raise NotImplementedError(f"op kind {self.kind!r} defines no lower()")
 
+    #: False where TensorFlow gives the op's inputs no gradient (``stop_gradient``, ``floor``,
+    #: ``sign``, ...): a variable the loss reaches only through such ops is not trained.
+    passes_gradient: ClassVar[bool] = True
+
     #: Whether ``grad_from_output`` exists: the op's backward needs only its output, so a
     #: plan may drop the op's saved copy and rebuild it from a consumer's (tensor reuse).
     grad_from_output_ok: ClassVar[bool] = False

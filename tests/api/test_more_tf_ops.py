@@ -52,6 +52,13 @@ CASES = {
     "where": lambda m, w, y: m.where(m.greater(w, 0.5), w * y, -w),
     "where_v2 broadcast": lambda m, w, y: m.where_v2(m.less(y[0], 0.5), w, m.zeros_like(w)),
     "gather": lambda m, w, y: m.gather(w * 2.0, m.argmax(y[:, :3], 1)),
+    "log1p": lambda m, w, y: m.log1p(m.abs(w)),
+    "reciprocal": lambda m, w, y: m.reciprocal(w),
+    "erf": lambda m, w, y: m.erf(w * 0.3),
+    "sin and cos": lambda m, w, y: m.sin(w) * m.cos(w * y),
+    "softsign": lambda m, w, y: m.nn.softsign(w),
+    "floor ceil round sign": lambda m, w, y: w * (m.floor(w) + m.ceil(w * y) + m.round(w * 0.7) + m.sign(w - 0.1)),
+    "stop_gradient": lambda m, w, y: w * m.stop_gradient(w * w) + m.stop_gradient(w),
     "lrn": lambda m, w, y: m.nn.lrn(m.reshape(w, [1, 3, 1, 4]), 1, bias=1.0, alpha=0.3, beta=0.75),
     "local_response_normalization defaults": lambda m, w, y: m.nn.local_response_normalization(
         m.reshape(w * y, [1, 1, 3, 4])),
@@ -138,3 +145,18 @@ def test_bad_arguments_are_refused_by_name(call, named):
     w = to.get_variable("w", X.shape)
     with pytest.raises(ValueError, match=named):
         call(w)
+
+
+def test_a_variable_reached_only_through_stop_gradient_or_floor_is_not_trained():
+    frozen = to.get_variable("frozen", initializer=np.full([4], 2.0, np.float32))
+    rounded = to.get_variable("rounded", initializer=np.full([4], 1.5, np.float32))
+    trained = to.get_variable("trained", initializer=np.ones([4], np.float32))
+    loss = to.reduce_sum(to.stop_gradient(frozen) * trained + to.floor(rounded) * trained)
+    step = to.train.GradientDescentOptimizer(0.1).minimize(loss)
+    assert {v.op.name for v in to.get_default_graph().train_steps[-1].var_list} == {"trained"}
+    to.build_execution_graph(plan=to.find_strategy())
+    to.run(step)
+    np.testing.assert_allclose(to.run(trained), 1.0 - 0.1 * (2.0 + 1.0))
+    np.testing.assert_array_equal(to.run(frozen), 2.0)
+    with pytest.raises(ValueError, match="no trainable variable"):
+        to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_sum(to.stop_gradient(trained)))
