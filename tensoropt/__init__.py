@@ -49,6 +49,7 @@ from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log,
                                     minimum, multiply, negative, pow, reduce_max, reduce_mean, reduce_min,
                                     reduce_sum, rsqrt, sigmoid, sqrt, square, squared_difference, subtract,
                                     tanh)
+from tensoropt.ops.pad_ops import pad, tile
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
@@ -87,7 +88,7 @@ __all__ = [
     "log", "square", "identity", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
     "log1p", "reciprocal", "erf", "sin", "cos", "floor", "ceil", "round", "sign", "stop_gradient",
     "where", "where_v2", "gather",
-    "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice",
+    "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice", "tile", "pad",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
 ]

@@ -12,7 +12,10 @@ core made two-rank LSTM steps 1.9x slower (650 ms instead of 340 ms).
 - over the wall time times the machine's CPU count.
 
 With several machines, the most loaded machine's share counts. Where ``/proc/stat`` cannot
-be read (not Linux), ``share()`` returns None.
+be read (not Linux), ``share()`` returns None. The op profiler's probe
+(``costs.profiler._measure.cpu_wait_share``) asks a different question: whether this
+thread waits for a CPU at one instant, before a measurement. This one integrates over
+the whole stretch a calibration or a benchmark measured, whatever ran when.
 
 Usage::
 

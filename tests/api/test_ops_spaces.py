@@ -232,6 +232,14 @@ def test_layer_norm_composes_primitives_with_variables():
     (lambda x: to.minimum(x, f32(3, 4)), (0, 1), (), 2 * 12),
     (lambda x: to.pow(x, 2.0), (0,), (), 12 * 12),
     (lambda x: to.squared_difference(x, f32(4)), (0, 1), (), 4 * 12),
+    (lambda x: to.log1p(x), (0,), (), 3 * 12),
+    (lambda x: to.reciprocal(x), (), (0,), 3 * 12),
+    (lambda x: to.erf(x), (0,), (), 12 * 12),
+    (lambda x: to.sin(x), (0,), (), 8 * 12),
+    (lambda x: to.cos(x), (0,), (), 8 * 12),
+    (lambda x: to.nn.softsign(x), (0,), (), 6 * 12),
+    (lambda x: to.floor(x), (), (), 12),
+    (lambda x: to.stop_gradient(x), (), (), 0),
 ])
 def test_more_elementwise_ops_keep_what_their_gradient_reads(make, saved_inputs, saved_outputs, flops):
     y = make(f32(3, 4))
@@ -273,8 +281,32 @@ def test_metric_ops_spaces():
     assert c.dtype.itemsize == 8 and c.op.space.outputs == (("d0", "d1"),)
 
 
+def test_ops_without_a_gradient_say_so():
+    assert {k for k in to.ops.registered_kinds() if not to.ops.get_op_def(k).passes_gradient} == \
+        {"floor", "ceil", "round", "sign", "stop_gradient"}
+
+
+def test_lrn_keeps_its_channels_whole_and_its_input_and_output_for_backward():
+    y = to.nn.lrn(f32(2, 5, 5, 8), depth_radius=2, alpha=1e-3, beta=0.75)
+    s = y.op.space
+    assert s.unsplittable == {"d3"} and s.outputs == (("d0", "d1", "d2", "d3"),)
+    assert s.saved_inputs == (0,) and s.saved_outputs == (0,) and s.flops == 3 * (2 * 5 + 12) * 400
+    assert y.op.attrs == {"depth_radius": 2, "bias": 1.0, "alpha": 1e-3, "beta": 0.75}
+
+
+def test_tile_and_pad_split_only_the_axes_they_leave_alone():
+    x = f32(4, 6, 3)
+    t = to.tile(x, [1, 2, 1])
+    assert tuple(t.shape) == (4, 12, 3) and t.op.space.inputs == (("d0", None, "d2"),)
+    assert t.op.space.outputs == (("d0", None, "d2"),) and set(t.op.space.dims) == {"d0", "d2"}
+    p = to.pad(x, [[0, 0], [1, 2], [0, 0]])
+    assert tuple(p.shape) == (4, 9, 3) and p.op.space.inputs == (("d0", None, "d2"),)
+    assert p.op.space.flops == 0 and p.op.space.saved_inputs == ()
+
+
 def test_every_registered_kind_has_a_test_here():
-    tested = {"reduce_max", "reduce_min", "where", "one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    tested = {"lrn", "tile", "pad", "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil",
+              "round", "sign", "stop_gradient", "reduce_max", "reduce_min", "where", "one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
               "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",
               "matmul", "add", "subtract", "multiply", "divide", "negative", "relu", "gelu", "tanh",
