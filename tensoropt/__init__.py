@@ -49,7 +49,9 @@ from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log,
                                     minimum, multiply, negative, pow, reduce_max, reduce_mean, reduce_min,
                                     reduce_sum, rsqrt, sigmoid, sqrt, square, squared_difference, subtract,
                                     tanh)
+from tensoropt.ops.logical_ops import logical_and, logical_not, logical_or, logical_xor
 from tensoropt.ops.pad_ops import pad, tile
+from tensoropt.ops.safe_math import clip_by_norm, reduce_logsumexp
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
@@ -90,7 +92,8 @@ __all__ = [
     "where", "where_v2", "gather",
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice", "tile", "pad",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
-    "clip_by_value", "clip_by_global_norm", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    "clip_by_value", "clip_by_global_norm", "clip_by_norm", "reduce_logsumexp", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

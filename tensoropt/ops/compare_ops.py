@@ -25,9 +25,10 @@ __all__ = ["argmax", "argmin", "equal", "not_equal", "greater", "greater_equal",
            "cast", "one_hot", "where", "where_v2"]
 
 
-
 class ArgDef(OpDef):
     """The index of the largest (smallest) element along one axis (``tf.math.<kind>``)."""
+
+    passes_gradient = False
 
     def infer(self, op):
         x = op.inputs[0]
@@ -78,6 +79,7 @@ class CompareDef(BinaryDef):
     """A broadcasting elementwise comparison, bool out; one operand may be a Python number."""
 
     out_dtype = bool_
+    passes_gradient = False
 
 
 for _kind in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal"):

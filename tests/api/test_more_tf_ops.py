@@ -65,6 +65,14 @@ CASES = {
     "pad constant": lambda m, w, y: m.pad(w, [[0, 0], [2, 1]], constant_values=1.5) * m.pad(y, [[0, 0], [1, 2]]),
     "pad reflect": lambda m, w, y: m.pad(w, [[2, 1], [0, 0]], mode="REFLECT"),
     "pad symmetric": lambda m, w, y: m.pad(w, [[0, 0], [3, 4]], mode="symmetric"),
+    "logical ops": lambda m, w, y: m.where(m.logical_or(m.logical_and(m.greater(w, 0.0), m.less(y, 0.5)),
+                                                         m.logical_xor(m.less(w, -1.0), m.logical_not(m.less(y, 0.2)))),
+                                           w * y, -w),
+    "reduce_logsumexp": lambda m, w, y: m.reduce_logsumexp(w * 3.0, axis=1),
+    "reduce_logsumexp all keepdims": lambda m, w, y: m.reduce_logsumexp(w * y, keepdims=True),
+    "clip_by_norm": lambda m, w, y: m.clip_by_norm(w, 2.0),
+    "clip_by_norm rows": lambda m, w, y: m.clip_by_norm(w * y, 1.0, axes=[1]),
+    "clip_by_norm of zeros": lambda m, w, y: m.clip_by_norm(w * 0.0, 1.0) + w,
     "lrn": lambda m, w, y: m.nn.lrn(m.reshape(w, [1, 3, 1, 4]), 1, bias=1.0, alpha=0.3, beta=0.75),
     "local_response_normalization defaults": lambda m, w, y: m.nn.local_response_normalization(
         m.reshape(w * y, [1, 1, 3, 4])),
@@ -149,6 +157,8 @@ def test_gradient_from_the_output_is_tensorflows(kind):
     (lambda w: to.pad(w, [[1, 1], [1]]), r"one \[before, after\] pair per axis"),
     (lambda w: to.pad(w, [[3, 0], [0, 0]], mode="REFLECT"), r"padding \[3, 0\] on axis 0 of size 3 in mode REFLECT"),
     (lambda w: to.pad(w, [[1, 0], [0, 0]], mode="EDGE"), r"mode='EDGE'; use one of"),
+    (lambda w: to.clip_by_norm(w, 0.0), r"clip_by_norm: clip_norm=0.0; give a positive Python number"),
+    (lambda w: to.reduce_logsumexp(w, axis=2), r"reduce_logsumexp: axis 2 is out of range .* rank 2"),
     (lambda w: to.nn.lrn(w), r"lrn 'LRN': a float32 input of shape \(3, 4\).*expected a 4-D float32 NHWC"),
     (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), depth_radius=1.5), "depth_radius=1.5; give an int >= 0"),
     (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), beta="0.75"), "beta='0.75' is not a number"),
@@ -172,3 +182,10 @@ def test_a_variable_reached_only_through_stop_gradient_or_floor_is_not_trained()
     np.testing.assert_array_equal(to.run(frozen), 2.0)
     with pytest.raises(ValueError, match="no trainable variable"):
         to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_sum(to.stop_gradient(trained)))
+
+
+def test_clip_by_norm_of_a_gradient_says_to_clip_by_global_norm():
+    w = to.get_variable("w", initializer=X)
+    (grad, _), = to.train.GradientDescentOptimizer(0.1).compute_gradients(to.reduce_sum(w * w))
+    with pytest.raises(ValueError, match=r"clip_by_norm: .* to.clip_by_global_norm\(grads, clip_norm\)"):
+        to.clip_by_norm(grad, 1.0)

@@ -283,7 +283,20 @@ def test_metric_ops_spaces():
 
 def test_ops_without_a_gradient_say_so():
     assert {k for k in to.ops.registered_kinds() if not to.ops.get_op_def(k).passes_gradient} == \
-        {"floor", "ceil", "round", "sign", "stop_gradient"}
+        {"floor", "ceil", "round", "sign", "stop_gradient", "argmax", "argmin", "equal", "not_equal", "greater",
+         "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
+def test_logical_ops_take_bool_tensors_and_split_as_elementwise_ones():
+    a, b = to.greater(f32(3, 4), 0.0), to.less(f32(4), 1.0)
+    for fn in (to.logical_and, to.logical_or, to.logical_xor):
+        y = fn(a, b)
+        assert y.dtype == to.bool and y.op.space.inputs == (("d0", "d1"), ("d1",))
+    assert to.logical_not(a).op.space.outputs == (("d0", "d1"),)
+    with pytest.raises(ValueError, match=r"logical_and .*:0 is float32; .*expected bool tensors"):
+        to.logical_and(f32(3, 4), a)
+    with pytest.raises(ValueError, match="expected a tensoropt Tensor"):
+        to.logical_or(a, True)
 
 
 def test_lrn_keeps_its_channels_whole_and_its_input_and_output_for_backward():
@@ -305,7 +318,7 @@ def test_tile_and_pad_split_only_the_axes_they_leave_alone():
 
 
 def test_every_registered_kind_has_a_test_here():
-    tested = {"lrn", "tile", "pad", "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil",
+    tested = {"logical_and", "logical_or", "logical_xor", "logical_not", "lrn", "tile", "pad", "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil",
               "round", "sign", "stop_gradient", "reduce_max", "reduce_min", "where", "one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
               "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",
