@@ -52,6 +52,7 @@ from tensoropt.ops.math_ops import (abs, add, add_n, divide, exp, identity, log,
 from tensoropt.ops.logical_ops import logical_and, logical_not, logical_or, logical_xor
 from tensoropt.ops.pad_ops import pad, tile
 from tensoropt.ops.safe_math import clip_by_norm, reduce_logsumexp
+from tensoropt.ops.sequence_ops import cumsum, range, sequence_mask  # noqa: A004 - tf.range
 from tensoropt.ops.rnn_ops import fill, ones, zeros
 from tensoropt.ops.source_ops import get_variable, placeholder
 from tensoropt.plan import OpConfig, Plan
@@ -93,7 +94,8 @@ __all__ = [
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice", "tile", "pad",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "logical_and", "logical_or", "logical_xor", "logical_not",
-    "clip_by_value", "clip_by_global_norm", "clip_by_norm", "reduce_logsumexp", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
+    "clip_by_value", "clip_by_global_norm", "clip_by_norm", "reduce_logsumexp",
+    "range", "sequence_mask", "cumsum", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
 ]
 
 from tensoropt._missing import NEW_OP as _NEW_OP, missing_name_getter as _missing_name_getter

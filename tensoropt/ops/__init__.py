@@ -8,7 +8,7 @@ Usage::
 
 from tensoropt.ops import (array_ops, compare_ops, composite_ops, conv_ops,  # noqa: F401
                            elementwise_ops, logical_ops, lrn_ops, math_ops, nn_ops, norm_ops,
-                           pad_ops, rnn_ops, safe_math, slice_ops, source_ops)
+                           pad_ops, rnn_ops, safe_math, sequence_ops, slice_ops, source_ops)
 from tensoropt.ops.registry import LoweringContext, OpDef, Signature, get_op_def, registered_kinds
 from tensoropt.ops.space import IterationSpace
 

@@ -73,6 +73,11 @@ CASES = {
     "clip_by_norm": lambda m, w, y: m.clip_by_norm(w, 2.0),
     "clip_by_norm rows": lambda m, w, y: m.clip_by_norm(w * y, 1.0, axes=[1]),
     "clip_by_norm of zeros": lambda m, w, y: m.clip_by_norm(w * 0.0, 1.0) + w,
+    "cumsum": lambda m, w, y: m.cumsum(w * y, axis=1),
+    "cumsum exclusive reverse": lambda m, w, y: m.cumsum(w, axis=0, exclusive=True, reverse=True),
+    "sequence_mask": lambda m, w, y: w * m.sequence_mask(m.cast(m.argmax(y, 1), m.int32), 4, dtype=m.float32),
+    "sequence_mask bool and range": lambda m, w, y: m.where(
+        m.sequence_mask(m.argmin(y, 1), 4), w, w * m.cast(m.range(1, 5), m.float32)),
     "lrn": lambda m, w, y: m.nn.lrn(m.reshape(w, [1, 3, 1, 4]), 1, bias=1.0, alpha=0.3, beta=0.75),
     "local_response_normalization defaults": lambda m, w, y: m.nn.local_response_normalization(
         m.reshape(w * y, [1, 1, 3, 4])),
@@ -159,6 +164,10 @@ def test_gradient_from_the_output_is_tensorflows(kind):
     (lambda w: to.pad(w, [[1, 0], [0, 0]], mode="EDGE"), r"mode='EDGE'; use one of"),
     (lambda w: to.clip_by_norm(w, 0.0), r"clip_by_norm: clip_norm=0.0; give a positive Python number"),
     (lambda w: to.reduce_logsumexp(w, axis=2), r"reduce_logsumexp: axis 2 is out of range .* rank 2"),
+    (lambda w: to.sequence_mask(to.argmax(w, 1)), r"sequence_mask: give maxlen="),
+    (lambda w: to.sequence_mask(w, 4), r"sequence_mask .*lengths of dtype float32.*int32 or int64 lengths"),
+    (lambda w: to.range(3, 3), r"range 'range': start=3, limit=3, delta=1 give no element"),
+    (lambda w: to.range(2.5), r"range: limit=2.5; give Python ints"),
     (lambda w: to.nn.lrn(w), r"lrn 'LRN': a float32 input of shape \(3, 4\).*expected a 4-D float32 NHWC"),
     (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), depth_radius=1.5), "depth_radius=1.5; give an int >= 0"),
     (lambda w: to.nn.lrn(to.reshape(w, [1, 1, 3, 4]), beta="0.75"), "beta='0.75' is not a number"),

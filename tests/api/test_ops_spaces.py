@@ -284,7 +284,8 @@ def test_metric_ops_spaces():
 def test_ops_without_a_gradient_say_so():
     assert {k for k in to.ops.registered_kinds() if not to.ops.get_op_def(k).passes_gradient} == \
         {"floor", "ceil", "round", "sign", "stop_gradient", "argmax", "argmin", "equal", "not_equal", "greater",
-         "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not"}
+         "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+         "sequence_mask"}
 
 
 def test_logical_ops_take_bool_tensors_and_split_as_elementwise_ones():
@@ -297,6 +298,17 @@ def test_logical_ops_take_bool_tensors_and_split_as_elementwise_ones():
         to.logical_and(f32(3, 4), a)
     with pytest.raises(ValueError, match="expected a tensoropt Tensor"):
         to.logical_or(a, True)
+
+
+def test_sequence_ops_keep_their_time_axis_whole_and_split_the_batch():
+    mask = to.sequence_mask(to.placeholder(to.int32, [6]), maxlen=5, dtype=to.float32)
+    assert tuple(mask.shape) == (6, 5) and mask.dtype == to.float32
+    assert mask.op.space.inputs == (("d0",),) and mask.op.space.outputs == (("d0", None),)
+    r = to.range(2, 11, 3)
+    assert tuple(r.shape) == (3,) and r.dtype == to.int32 and r.op.space.unsplittable == {"d0"}
+    c = to.cumsum(f32(4, 7), axis=-1)
+    assert c.op.attrs["axis"] == 1 and c.op.space.inputs == (("d0", None),) and set(c.op.space.dims) == {"d0"}
+    assert c.op.space.saved_inputs == ()
 
 
 def test_lrn_keeps_its_channels_whole_and_its_input_and_output_for_backward():
@@ -318,7 +330,7 @@ def test_tile_and_pad_split_only_the_axes_they_leave_alone():
 
 
 def test_every_registered_kind_has_a_test_here():
-    tested = {"logical_and", "logical_or", "logical_xor", "logical_not", "lrn", "tile", "pad", "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil",
+    tested = {"range", "sequence_mask", "cumsum", "logical_and", "logical_or", "logical_xor", "logical_not", "lrn", "tile", "pad", "log1p", "reciprocal", "erf", "sin", "cos", "softsign", "floor", "ceil",
               "round", "sign", "stop_gradient", "reduce_max", "reduce_min", "where", "one_hot", "strided_slice", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
               "cast", "relu6", "elu", "selu", "leaky_relu", "softplus", "silu", "abs", "minimum", "pow",
               "squared_difference",

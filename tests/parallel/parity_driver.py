@@ -144,9 +144,9 @@ def activations():
     """The activations, losses and shape functions beyond the core set, trained by centered
     RMSProp with momentum on gradients clipped by value and by global norm: sums over split
     dims (``l2_normalize``, ``l2_loss``, the global norm), reshapes of split tensors
-    (``expand_dims``, ``squeeze``), ``pad`` and ``tile``, elementwise ops under every split,
-    and an accuracy (``argmax``, ``equal``, ``cast``), other comparisons and a ``one_hot``
-    in the loss."""
+    (``expand_dims``, ``squeeze``), ``pad``, ``tile``, ``cumsum`` and ``sequence_mask``,
+    elementwise ops under every split, and an accuracy (``argmax``, ``equal``, ``cast``),
+    other comparisons and a ``one_hot`` in the loss."""
     x = to.placeholder(to.float32, [8, 12], name="x")
     y = to.placeholder(to.float32, [8, 4], name="y")
     w0 = to.get_variable("fc0/w", [12, 16], initializer=to.glorot_uniform_initializer(seed=1))
@@ -158,6 +158,7 @@ def activations():
     h = to.squeeze(to.expand_dims(to.matmul(h, w1), 1), axis=[1])
     h = to.concat([h[:, :5], to.slice(h, [0, 5], [-1, 3])], axis=1) + to.stack([h, h], axis=1)[:, -1]
     h = h + 0.5 * to.pad(h[:, 1:7], [[0, 0], [1, 1]], mode="REFLECT") + 0.1 * to.tile(h[:4], [2, 1])
+    h = h + 0.1 * to.cumsum(h, axis=1) * to.sequence_mask(to.argmax(y, 1) + 3, 8, dtype=to.float32)
     h = to.where(to.greater(h, 0.0), h, h * 0.5) - 0.1 * to.reduce_max(h, axis=1, keepdims=True)
     h = to.nn.softplus(h) - to.minimum(to.abs(h), 0.5) + to.pow(to.squared_difference(h, 0.25), 1.5)
     w2 = to.get_variable("out/w", [8, 4], initializer=to.glorot_uniform_initializer(seed=4))
