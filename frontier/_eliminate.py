@@ -35,6 +35,7 @@ import numpy as np
 
 from frontier._meet import meet
 from frontier._memo import Memo, fingerprint, table_fingerprint
+from frontier._memory import release_kept_memory
 from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
 from frontier._table import IDX, Table, gather, single_point_cells
@@ -219,6 +220,7 @@ class Work:
         ``(perf_counter, candidates)`` taken when it began, ``out`` the points made."""
         self.tally.steps.append((time.perf_counter() - start[0], kind, nodes,
                                  self.tally.candidates - start[1], out))
+        release_kept_memory()        # what the step freed, if much (``_memory``)
 
     def _start(self) -> tuple[float, int]:
         return time.perf_counter(), self.tally.candidates
