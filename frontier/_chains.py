@@ -99,11 +99,16 @@ def chain_minima(work: Work, v: int, y: int, series: set[int]) -> Optional[Chain
     return x, mats[0][0], mats[0][1]
 
 
-def virtual_chains(work: Work, v: int, series: set[int]) -> Optional[dict[int, Chain]]:
+def virtual_chains(work: Work, v: int, series: set[int],
+                   shared_ends: bool = False) -> Optional[dict[int, Chain]]:
     """``chain_minima`` of every chain of series nodes at v, by its first node; None
     when ``VIRTUAL_CHAINS`` is off, or two chains (or a chain and an edge) would end at
     the same node, or a chain has an empty cell (then they are contracted for real,
-    ``contract_next_to``)."""
+    ``contract_next_to``), or a chain comes back to v.
+
+    With ``shared_ends`` chains may end where another chain or an edge of v ends:
+    ``Work.choose_config(..., shared_ends=True)`` then scores the edges that end at one
+    node as the one edge that merging them would make (``_hubs``)."""
     if not VIRTUAL_CHAINS:
         return None
     chains = {}
@@ -111,7 +116,7 @@ def virtual_chains(work: Work, v: int, series: set[int]) -> Optional[dict[int, C
     for y in work.adj[v]:
         if y in series:
             chain = chain_minima(work, v, y, series)
-            if chain is None or chain[0] in ends or chain[0] == v:
+            if chain is None or chain[0] == v or (chain[0] in ends and not shared_ends):
                 return None
             x, mem, time = chain
             ends.add(x)

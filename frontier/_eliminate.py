@@ -35,6 +35,7 @@ import numpy as np
 
 from frontier._meet import meet
 from frontier._memo import Memo, fingerprint, table_fingerprint
+from frontier._memory import release_kept_memory
 from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
 from frontier._table import IDX, Table, gather, single_point_cells
@@ -219,6 +220,7 @@ class Work:
         ``(perf_counter, candidates)`` taken when it began, ``out`` the points made."""
         self.tally.steps.append((time.perf_counter() - start[0], kind, nodes,
                                  self.tally.candidates - start[1], out))
+        release_kept_memory()        # what the step freed, if much (``_memory``)
 
     def _start(self) -> tuple[float, int]:
         return time.perf_counter(), self.tally.candidates
@@ -393,7 +395,8 @@ class Work:
         return out
 
     def choose_config(self, v: int, heuristic: Heuristic,
-                      chains: Optional[dict[int, Chain]] = None) -> int:
+                      chains: Optional[dict[int, Chain]] = None,
+                      shared_ends: bool = False) -> int:
         """The configuration heuristic elimination fixes for v.
 
         Each configuration k is scored by the minimum memory (and the minimum time) of
@@ -408,6 +411,9 @@ class Work:
         the least memory and least time of every cell (k, p) of the edge v-x that
         contracting it would make (``_chains.chain_minima``). Such edges are scored
         after v's other edges, in the order of their y, as after the contraction.
+        With ``shared_ends`` the edges and chains that end at one neighbour are scored
+        as the one edge that merging them (Eq. 5) would make: their cells' least memory
+        (time) is the sum of theirs (``_hubs``).
         """
         nt = self.st.table(self.ntab[v])
         first, last = nt.off[:-1], nt.off[1:] - 1
@@ -427,6 +433,8 @@ class Work:
                     em, etm = em.T, etm.T
                 scored.append((j, em, etm))
         scored += [chains[j] for j in self.adj[v] if j in chains]
+        if shared_ends:
+            scored = _merge_ends(scored)
         for j, em, etm in scored:
             ntj = self.st.table(self.ntab[j])
             jm = ntj.mem[ntj.off[:-1]]
@@ -443,12 +451,13 @@ class Work:
         return int(np.lexsort((M, T, w * ms + (1 - w) * ts))[0])
 
     def heuristic_elim(self, v: int, heuristic: Heuristic,
-                       chains: Optional[dict[int, Chain]] = None) -> None:
+                       chains: Optional[dict[int, Chain]] = None,
+                       shared_ends: bool = False) -> None:
         """Eq. (7): fixes v's configuration; its edges' costs move to the neighbours.
-        ``chains``: see ``choose_config``."""
+        ``chains``, ``shared_ends``: see ``choose_config``."""
         start = self._start()
         nbrs = tuple(self.adj[v])
-        k = self.choose_config(v, heuristic, chains)
+        k = self.choose_config(v, heuristic, chains, shared_ends)
         self.tally.heuristic_choices.append((v, k))
         nv = self.ntab[v]
         t, idx = gather(self.st.table(nv), np.array([k]))
@@ -470,6 +479,19 @@ class Work:
         self._remove_node(v)
         self.tally.heuristic_eliminations += 1
         self._step("heuristic", (v, *nbrs), start, 0)
+
+
+def _merge_ends(scored: list) -> list:
+    """``scored`` (``(end node, least memory, least time)`` per edge or chain) with the
+    entries that end at one node summed into one, at the place of its first."""
+    merged: dict[int, list] = {}
+    for j, em, etm in scored:
+        if j in merged:
+            merged[j][1] = merged[j][1] + em
+            merged[j][2] = merged[j][2] + etm
+        else:
+            merged[j] = [j, em, etm]
+    return [tuple(x) for x in merged.values()]
 
 
 def _product_candidates(na: np.ndarray, nb: np.ndarray) -> float:

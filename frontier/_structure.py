@@ -18,6 +18,12 @@ frontier, each in its own module with the switch tests turn off to compare:
 * ``_triangles``: a backbone node whose neighbours are joined may go instead of the
   free series node beside it when that is cheaper (``BACKBONE_TRIANGLES``).
 
+One changes the heuristic choices where the exact order would be too costly:
+
+* ``_hubs``: before a series elimination estimated huge (``HUB_CANDIDATES``), a node
+  of the irreducible core at its chain's end (a hub that some heuristic elimination
+  must fix) is fixed instead, and the series node folds cheaply after.
+
 ``_degrees.DegreeIndex`` keeps the nodes by degree from one elimination to the next.
 
 Usage::
@@ -33,6 +39,7 @@ from typing import Iterable
 from frontier._chains import contract_next_to, virtual_chains
 from frontier._degrees import DegreeIndex
 from frontier._eliminate import Heuristic, Work
+from frontier._hubs import fix_hub, hub_for
 from frontier._series import Waits, node_cost, walk
 from frontier._triangles import backbone_triangle
 
@@ -104,6 +111,21 @@ def _span(work: Work, v: int, nbrs: Iterable[int]) -> int:
     return max(pos) - min(pos)
 
 
+def _rank(work: Work, x: int, series: set[int]) -> tuple:
+    """Which node heuristic elimination prefers (the largest): a source, then the widest
+    reach, then the most neighbours, then the first; neighbours are the ends of the
+    chains of series nodes at x."""
+    ends = [walk(work, x, y, series)[0] for y in work.adj[x]]
+    return _is_source(work, x, ends), _span(work, x, ends), work.degree(x), -work.topo[x]
+
+
+def _hub_first(work: Work, waits: Waits, v: int, series: set[int],
+               heuristic: Heuristic) -> bool:
+    """Fixes the hub at v's chain (``_hubs``) when there is one; True if it did."""
+    hub = hub_for(work, waits, v, series, lambda x: _rank(work, x, series))
+    return hub is not None and fix_hub(work, hub, series, heuristic)
+
+
 def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
     """Eliminates until every component is a path ("ldp") or has at most two nodes
     ("elimination"). Exact eliminations go first, but for series nodes that wait
@@ -131,7 +153,8 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
         if v is not None:
             if ldp:
                 v = backbone_triangle(waits, v, index.marked(2))
-            work.node_elim(v)
+            if not _hub_first(work, waits, v, series, heuristic):
+                work.node_elim(v)
             continue
         v = next((v for v in index.free(1, ldp)
                   if ldp or work.degree(next(iter(work.adj[v]))) >= 2), None)
@@ -149,7 +172,9 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
             return
         cand = index.free(3, ldp)
         if not cand and two:        # only waiting series nodes can go
-            work.node_elim(min(two, key=lambda v: node_cost(work, v)))
+            v = min(two, key=lambda v: node_cost(work, v))
+            if not _hub_first(work, waits, v, series, heuristic):
+                work.node_elim(v)
             continue
         if not cand:
             # Only backbone nodes are left and they do not form a path: give up the
@@ -160,9 +185,7 @@ def reduce_graph(work: Work, method: str, heuristic: Heuristic) -> None:
             work.tails.clear()
             work.tally.backbone_fallbacks += 1
             continue
-        ends = {x: [walk(work, x, y, series)[0] for y in work.adj[x]] for x in cand}
-        v = max(cand, key=lambda x: (_is_source(work, x, ends[x]), _span(work, x, ends[x]),
-                                     work.degree(x), -work.topo[x]))
+        v = max(cand, key=lambda x: _rank(work, x, series))
         chains = virtual_chains(work, v, series)
         if chains is None:
             contract_next_to(work, v, series)

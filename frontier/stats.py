@@ -41,6 +41,7 @@ class Tally(MergeCounts):
     deferred_contractions: int = 0
     scored_chains: int = 0
     backbone_triangles: int = 0
+    hubs_fixed: int = 0
     capped_products: int = 0
     cap_delta_max_s: float = 0.0
     memo_hits: int = 0
@@ -71,7 +72,8 @@ class TrackStats:
             a heuristic elimination scored as if contracted, leaving them to fold
             after it (``_chains.VIRTUAL_CHAINS``); backbone_triangles: backbone
             nodes with joined neighbours eliminated because that was estimated cheaper
-            (``_triangles.BACKBONE_TRIANGLES``).
+            (``_triangles.BACKBONE_TRIANGLES``); hubs_fixed: heuristic eliminations of
+            a hub run before a huge series elimination next to it (``_hubs``).
         heuristic_choices: ``((node, config), ...)`` fixed by heuristic elimination.
         ldp_path_lengths: nodes of each path LDP ran on.
         seconds_by_step: ``((kind, count, seconds), ...)`` per kind of elimination
@@ -129,6 +131,7 @@ class TrackStats:
     deferred_contractions: int
     scored_chains: int
     backbone_triangles: int
+    hubs_fixed: int
     heuristic_choices: tuple
     ldp_path_lengths: tuple
     seconds_by_step: tuple

@@ -46,3 +46,34 @@ def test_track_restores_the_defaults():
     g.add_edge(a, b, np.zeros((2, 1, 1, 2)))
     assert len(track(g).points) == 2
     assert not _in_heap(np.empty(_BIG))
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_release_hands_back_freed_blocks_between_live_ones(monkeypatch):
+    """Inside the block, arrays freed between live ones stay resident (no trim at the
+    heap's top can return them); ``release_kept_memory`` hands them back."""
+    n = 8 * 2 ** 20 // 8                    # 8 MiB arrays from the heap
+    with kept_freed_memory():
+        arrays = [np.ones(n) for _ in range(40)]
+        keep = arrays[1::2]                 # every other one stays live
+        del arrays
+        before = _rss_bytes()
+        monkeypatch.setattr(_memory, "RELEASE_FREE_BYTES", 100 * 2 ** 20)
+        assert _memory.release_kept_memory()
+        after = _rss_bytes()
+        assert before - after > 100 * 2 ** 20, (before, after)   # about 160 MiB freed
+        del keep
+
+
+def test_release_outside_the_block_does_nothing(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_memory, "_LIBC", type("L", (), {"malloc_trim": calls.append})())
+    assert not _memory.release_kept_memory()
+    assert calls == []
