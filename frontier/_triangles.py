@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from frontier._eliminate import Work
+from frontier._hubs import irreducible
 from frontier._series import Waits, out_cells
 
 __all__ = ["backbone_triangle", "spread", "BACKBONE_TRIANGLES", "SPREAD_RATIO"]
@@ -117,17 +118,6 @@ def _reducible_without(work: Work, m: int, limit: int = 64) -> bool:
                 stack.append(y)
         if len(seen) > limit:
             return False
-    queue = [x for x in adj if len(adj[x]) <= 2]
-    while queue and len(adj) > 1:
-        x = queue.pop()
-        if x not in adj or len(adj[x]) > 2:
-            continue
-        nb = adj.pop(x)
-        for y in nb:
-            adj[y].discard(x)
-        if len(nb) == 2:
-            a, b = nb
-            adj[a].add(b)
-            adj[b].add(a)
-        queue.extend(nb)
-    return len(adj) == 1
+    # reduced to one node exactly when there was one and nothing is left irreducible: a core has
+    # four nodes at least, each with three neighbours or more
+    return bool(adj) and not irreducible(adj)
