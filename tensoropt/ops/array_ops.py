@@ -11,7 +11,7 @@ from __future__ import annotations
 from tensoropt.graph import get_default_graph
 from tensoropt.ops._common import as_tensor, normalize_axis, op_error, prod
 from tensoropt.ops.registry import OpDef, Signature, register
-from tensoropt.ops.space import IterationSpace
+from tensoropt.ops.space import IterationSpace, whole_axes_space
 
 __all__ = ["reshape", "transpose", "concat", "split"]
 
@@ -132,11 +132,7 @@ class ConcatDef(OpDef):
                 raise op_error(op, "dtypes differ", "one dtype for all values")
         out = list(ins[0].shape)
         out[axis] = sum(t.shape[axis] for t in ins)
-        dims = {f"d{i}": n for i, n in enumerate(out) if i != axis}
-        axes = lambda: tuple(None if i == axis else f"d{i}" for i in range(rank))  # noqa: E731
-        space = IterationSpace(dims=dims, inputs=tuple(axes() for _ in ins), outputs=(axes(),),
-                               flops=0.0)
-        return Signature(((tuple(out), ins[0].dtype),), space)
+        return Signature(((tuple(out), ins[0].dtype),), whole_axes_space(out, {axis}, inputs=len(ins)))
 
     def lower(self, tf, op, inputs, ctx):
         return [tf.concat(list(inputs), axis=op.attrs["axis"])]
@@ -162,15 +158,12 @@ class SplitDef(OpDef):
             raise op_error(op, f"sizes {sizes} sum to {sum(sizes)} along axis {axis} of size {n}",
                            f"positive sizes summing to {n}")
         op.attrs["sizes"] = tuple(sizes)
-        dims = {f"d{i}": m for i, m in enumerate(x.shape) if i != axis}
-        axes = tuple(None if i == axis else f"d{i}" for i in range(x.shape.rank))
         outs = []
         for s in sizes:
             shape = list(x.shape)
             shape[axis] = s
             outs.append((tuple(shape), x.dtype))
-        space = IterationSpace(dims=dims, inputs=(axes,), outputs=tuple(axes for _ in sizes))
-        return Signature(tuple(outs), space)
+        return Signature(tuple(outs), whole_axes_space(x.shape, {axis}, outputs=len(sizes)))
 
     def lower(self, tf, op, inputs, ctx):
         return list(tf.split(inputs[0], list(op.attrs["sizes"]), axis=op.attrs["axis"]))

@@ -17,18 +17,11 @@ import numbers
 from tensoropt.graph import get_default_graph
 from tensoropt.ops._common import as_tensor, op_error
 from tensoropt.ops.registry import OpDef, Signature, register
-from tensoropt.ops.space import IterationSpace
+from tensoropt.ops.space import whole_axes_space
 
 __all__ = ["tile", "pad"]
 
 _PAD_MODES = ("CONSTANT", "REFLECT", "SYMMETRIC")
-
-
-def _space(shape, out_shape, kept: list[bool]) -> IterationSpace:
-    """Axes where ``kept`` is True split alike in input and output; the others not at all."""
-    axes = tuple(f"d{i}" if k else None for i, k in enumerate(kept))
-    dims = {f"d{i}": int(n) for i, (n, k) in enumerate(zip(out_shape, kept)) if k}
-    return IterationSpace(dims=dims, inputs=(axes,), outputs=(axes,), flops=0.0)
 
 
 @register
@@ -42,7 +35,8 @@ class TileDef(OpDef):
             raise op_error(op, f"{len(multiples)} multiples for a rank-{x.shape.rank} input",
                            f"one multiple per axis, e.g. {[1] * x.shape.rank}")
         out = tuple(n * m for n, m in zip(x.shape, multiples))
-        return Signature(((out, x.dtype),), _space(x.shape, out, [m == 1 for m in multiples]))
+        tiled = [i for i, m in enumerate(multiples) if m != 1]
+        return Signature(((out, x.dtype),), whole_axes_space(out, tiled))
 
     def lower(self, tf, op, inputs, ctx):
         return [tf.tile(inputs[0], op.attrs["multiples"])]
@@ -64,7 +58,8 @@ class PadDef(OpDef):
                 raise op_error(op, f"padding {[before, after]} on axis {i} of size {x.shape[i]} in mode {mode}",
                                f"at most {x.shape[i] - (mode == 'REFLECT')} on each side")
         out = tuple(n + before + after for n, (before, after) in zip(x.shape, paddings))
-        return Signature(((out, x.dtype),), _space(x.shape, out, [p == (0, 0) for p in paddings]))
+        padded = [i for i, p in enumerate(paddings) if p != (0, 0)]
+        return Signature(((out, x.dtype),), whole_axes_space(out, padded))
 
     def lower(self, tf, op, inputs, ctx):
         a = op.attrs

@@ -20,7 +20,7 @@ from tensoropt.dtypes import INTEGERS, as_dtype, bool_, int32
 from tensoropt.graph import Tensor, get_default_graph
 from tensoropt.ops._common import as_tensor, normalize_axis, op_error
 from tensoropt.ops.registry import OpDef, Signature, register
-from tensoropt.ops.space import IterationSpace
+from tensoropt.ops.space import IterationSpace, whole_axes_space
 
 __all__ = ["range", "sequence_mask", "cumsum"]
 
@@ -109,10 +109,7 @@ class CumsumDef(OpDef):
         x = op.inputs[0]
         axis = normalize_axis(op, op.attrs["axis"], x.shape.rank)
         op.attrs["axis"] = axis
-        axes = tuple(None if i == axis else f"d{i}" for i in builtins.range(x.shape.rank))
-        dims = {f"d{i}": n for i, n in enumerate(x.shape) if i != axis}
-        space = IterationSpace(dims=dims, inputs=(axes,), outputs=(axes,),
-                               flops=2.0 * x.shape.num_elements())
+        space = whole_axes_space(x.shape, {axis}, flops=2.0 * x.shape.num_elements())
         return Signature(((tuple(x.shape), x.dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):

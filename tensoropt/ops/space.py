@@ -22,7 +22,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 __all__ = ["IterationSpace", "elementwise_space"]
 
@@ -118,3 +118,16 @@ def elementwise_space(shapes: Sequence[Sequence[int]], out_shape: Sequence[int],
         saved_inputs=tuple(saved_inputs),
         saved_outputs=tuple(saved_outputs),
     )
+
+
+def whole_axes_space(shape: Sequence[int], whole: Iterable[int], *, inputs: int = 1, outputs: int = 1,
+                     flops: float = 0.0) -> IterationSpace:
+    """The space of an op whose axes in ``whole`` are never split (they carry no dim: each
+    rank holds them entire, as a concat's or a cumsum's axis) and whose other axes split
+    alike in each of ``inputs`` inputs and ``outputs`` outputs; ``shape`` gives the sizes
+    of those other axes."""
+    whole = set(whole)
+    axes = tuple(None if i in whole else f"d{i}" for i in range(len(shape)))
+    dims = {f"d{i}": int(n) for i, n in enumerate(shape) if i not in whole}
+    return IterationSpace(dims=dims, inputs=tuple(axes for _ in range(inputs)),
+                          outputs=tuple(axes for _ in range(outputs)), flops=flops)
