@@ -93,6 +93,17 @@ class _MallInfo2(ctypes.Structure):
 RELEASE_FREE_BYTES = 512 * 2 ** 20
 
 
+def _mallinfo2(libc: Optional[ctypes.CDLL]):
+    """glibc's ``mallinfo2`` (2.33 and later), returning ``_MallInfo2``, or None."""
+    info = getattr(libc, "mallinfo2", None) if libc is not None else None
+    if info is not None:
+        info.restype = _MallInfo2
+    return info
+
+
+_MALLINFO2 = _mallinfo2(_LIBC)   # looked up once: release_kept_memory runs after every elimination
+
+
 def release_kept_memory() -> bool:
     """Hands the free memory kept inside ``kept_freed_memory()`` back to the system
     (``malloc_trim(0)``: free pages anywhere in the heap, not only at its top) when the
@@ -106,10 +117,7 @@ def release_kept_memory() -> bool:
         inside = _depth > 0
     if not inside or _LIBC is None:
         return False
-    info = getattr(_LIBC, "mallinfo2", None)
-    if info is not None:
-        info.restype = _MallInfo2
-        if info().fordblks <= RELEASE_FREE_BYTES:
-            return False
+    if _MALLINFO2 is not None and _MALLINFO2().fordblks <= RELEASE_FREE_BYTES:
+        return False
     _LIBC.malloc_trim(0)
     return True
