@@ -277,8 +277,9 @@ class Graph:
         self._root = _Scope("", None, True)   # get_variable_scope() outside every scope
 
     # -- naming ------------------------------------------------------------------------
-    def _scope_prefix(self) -> str:
-        return "".join(s.name + "/" for s in self._scopes if s.name)
+    def _scope_prefix(self, scopes: Sequence[_Scope] | None = None) -> str:
+        """``"a/b/"`` for the scopes entered (or for ``scopes``, outermost first)."""
+        return "".join(s.name + "/" for s in (self._scopes if scopes is None else scopes) if s.name)
 
     def unique_name(self, base: str, *, scoped: bool = True, reserve: bool = True) -> str:
         """Returns ``scope/base`` made unique as TensorFlow does ("x", "x_1", "x_2", ...).
@@ -328,13 +329,10 @@ class Graph:
 
     def current_scope(self) -> VariableScope:
         """The innermost variable scope (the root one, named "", outside every scope)."""
-        scope = next((s for s in reversed(self._scopes) if s.is_variable_scope), self._root)
-        names = []
-        for s in self._scopes:
-            names.append(s.name)
-            if s is scope:
-                break
-        return VariableScope("/".join(names) if scope is not self._root else "", scope)
+        inner = [i for i, s in enumerate(self._scopes) if s.is_variable_scope]
+        if not inner:
+            return VariableScope("", self._root)
+        return VariableScope(self._scope_prefix(self._scopes[:inner[-1] + 1]).rstrip("/"), self._scopes[inner[-1]])
 
     def current_reuse(self) -> Any:
         return next((s.reuse for s in reversed([self._root, *self._scopes]) if s.reuse), None)
