@@ -313,7 +313,8 @@ class Graph:
             self._scopes.pop()
 
     @contextlib.contextmanager
-    def variable_scope(self, name: str, reuse: Any = None, *, absolute: bool = False) -> Iterator[VariableScope]:
+    def variable_scope(self, name: str, reuse: Any = None, *,
+                       absolute: bool = False) -> Iterator[VariableScope]:
         """Enters scope ``name`` inside the current one, or, ``absolute``, as the whole
         scope (``name`` is then a full name: a ``VariableScope`` entered again)."""
         saved = self._scopes
@@ -332,7 +333,8 @@ class Graph:
         inner = [i for i, s in enumerate(self._scopes) if s.is_variable_scope]
         if not inner:
             return VariableScope("", self._root)
-        return VariableScope(self._scope_prefix(self._scopes[:inner[-1] + 1]).rstrip("/"), self._scopes[inner[-1]])
+        last = inner[-1]
+        return VariableScope(self._scope_prefix(self._scopes[:last + 1]).rstrip("/"), self._scopes[last])
 
     def current_reuse(self) -> Any:
         return next((s.reuse for s in reversed([self._root, *self._scopes]) if s.reuse), None)
