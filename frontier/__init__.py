@@ -35,6 +35,6 @@ next to ``_kernels.py``, or numba's user cache when that is not writable).
 
 from frontier.graph import CostGraph
 from frontier.stats import TrackStats
-from frontier.track import TrackResult, check_search_options, track
+from frontier.track import TrackResult, check_search_options, heuristic_rules, track
 
-__all__ = ["CostGraph", "TrackResult", "TrackStats", "track", "check_search_options"]
+__all__ = ["CostGraph", "TrackResult", "TrackStats", "track", "check_search_options", "heuristic_rules"]

@@ -110,6 +110,9 @@ class TrackStats:
             peak_pointer_bytes: the most they took at any time (``Store.collect`` frees
             those no live table needs whenever they have doubled).
         eliminate_s, ldp_s, unroll_s, total_s: seconds per phase.
+        heuristic_runs: ``((rule, points, seconds, T), ...)`` when ``track`` was given
+            several heuristic rules and ran each (its result the runs' Pareto union;
+            ``heuristic`` is then the tuple of rules); empty after one run.
     """
 
     method: str
@@ -157,6 +160,7 @@ class TrackStats:
     ldp_s: float
     unroll_s: float
     total_s: float
+    heuristic_runs: tuple = ()
 
     @property
     def exact(self) -> bool:
@@ -171,8 +175,10 @@ class TrackStats:
         out["ldp_path_lengths"] = list(self.ldp_path_lengths)
         out["seconds_by_step"] = [list(x) for x in self.seconds_by_step]
         out["slowest_steps"] = [[t, k, list(n), c, p] for t, k, n, c, p in self.slowest_steps]
+        plain = lambda h: list(h) if isinstance(h, tuple) else h      # noqa: E731
         if isinstance(self.heuristic, tuple):
-            out["heuristic"] = list(self.heuristic)
+            out["heuristic"] = [plain(h) for h in self.heuristic] if self.heuristic_runs else list(self.heuristic)
+        out["heuristic_runs"] = [[plain(h), *rest] for h, *rest in self.heuristic_runs]
         out["exact"] = self.exact
         return out
 

@@ -16,6 +16,7 @@ the compiled kernels of ``_kernels``.
 
 from __future__ import annotations
 
+import dataclasses
 import time as _time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -28,10 +29,11 @@ from frontier._memory import kept_freed_memory
 from frontier._store import Store
 from frontier._structure import reduce_graph
 from frontier._table import radius_max
+from frontier._union import pareto_union
 from frontier.graph import CostGraph
 from frontier.stats import Tally, TrackStats
 
-__all__ = ["track", "TrackResult", "check_search_options"]
+__all__ = ["track", "TrackResult", "check_search_options", "heuristic_rules"]
 
 _METHODS = ("ldp", "elimination")
 
@@ -100,24 +102,44 @@ def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
                          "leave relative out")
 
 
+def _check_rule(heuristic: Any) -> Any:
+    if heuristic in ("min_memory", "min_time"):
+        return heuristic
+    if (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
+            and isinstance(heuristic[1], (int, float)) and 0.0 <= heuristic[1] <= 1.0):
+        return ("weighted", float(heuristic[1]))
+    raise ValueError(f"unknown heuristic {heuristic!r}; expected 'min_memory', "
+                     "'min_time' or ('weighted', w) with 0 <= w <= 1 (the weight of "
+                     "memory), or a list of them, e.g. ['min_memory', 'min_time']")
+
+
+def heuristic_rules(heuristic: Any) -> list:
+    """``track``'s ``heuristic`` as a list of rules, each checked: one rule, or a list or
+    tuple of them (``("weighted", w)`` is one rule).
+
+    Raises:
+        ValueError: naming the rule that is not valid, and what would be.
+    """
+    one = heuristic in ("min_memory", "min_time") or (
+        isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted")
+    if one or not isinstance(heuristic, (list, tuple)):
+        return [_check_rule(heuristic)]
+    if not heuristic:
+        raise ValueError("heuristic: an empty list of rules; give at least one, e.g. "
+                         "['min_memory', 'min_time']")
+    return [_check_rule(h) for h in heuristic]
+
+
 def _check_args(method: str, threads: int, heuristic: Any, epsilon: Optional[float],
                 progress: Optional[Callable], max_candidates: Optional[int],
-                relative: bool) -> Any:
+                relative: bool) -> list:
     if method not in _METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {_METHODS}")
     check_search_options(threads, epsilon, max_candidates, relative)
-    if heuristic in ("min_memory", "min_time"):
-        pass
-    elif (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
-          and isinstance(heuristic[1], (int, float)) and 0.0 <= heuristic[1] <= 1.0):
-        heuristic = ("weighted", float(heuristic[1]))
-    else:
-        raise ValueError(f"unknown heuristic {heuristic!r}; expected 'min_memory', "
-                         "'min_time' or ('weighted', w) with 0 <= w <= 1 (the weight of "
-                         "memory)")
+    rules = heuristic_rules(heuristic)
     if progress is not None and not callable(progress):
         raise ValueError("progress must be None or a callable progress(done, total)")
-    return heuristic
+    return rules
 
 
 def _time_lower_bound(graph: CostGraph) -> float:
@@ -150,7 +172,17 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         heuristic: the rule of heuristic elimination, used only when no exact
             elimination applies: ``"min_memory"``, ``"min_time"`` or ``("weighted", w)``
             (see ``Work.choose_config``). When used, ``stats.heuristic_eliminations``
-            is non-zero and the points may lie above the true frontier.
+            is non-zero and the points may lie above the true frontier. A list of
+            rules, e.g. ``["min_memory", "min_time"]``, tracks once per rule when the
+            first run fixed any configuration (once otherwise: the rule is then never
+            asked) and returns the Pareto union of the runs (``_union``): one rule
+            fixes one configuration per node for the whole frontier, so ``min_memory``
+            alone can miss the fast plans and ``min_time`` the small ones.
+            ``stats.heuristic_runs`` gives each run's rule, points, seconds and T; the
+            other statistics are the first run's, the seconds and bounds the union's.
+            With epsilon, each run's points keep its own guarantee (radii within e times
+            that run's T), so the union's bound is within e times the largest run's T,
+            and ``time_lower_bound_s`` is the least (no strategy of any run beats it).
         epsilon: None (default) keeps the frontier exact. A float e in (0, 1) returns an
             e-approximate frontier instead, in far less time and memory on large graphs:
             for every exact frontier point q the result holds a point p with
@@ -198,10 +230,46 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
         ValueError: bad arguments (relative without epsilon among them), an empty graph,
             or a cycle (naming its nodes).
     """
-    heuristic = _check_args(method, threads, heuristic, epsilon, progress, max_candidates,
-                            relative)
+    rules = _check_args(method, threads, heuristic, epsilon, progress, max_candidates,
+                        relative)
     if graph.num_nodes == 0:
         raise ValueError("the graph has no nodes; add operators with add_node first")
+    runs = [_track_once(graph, method, threads, rules[0], epsilon, progress, max_candidates,
+                        relative)]
+    if runs[0].stats.heuristic_eliminations:
+        runs += [_track_once(graph, method, threads, rule, epsilon, None, max_candidates,
+                             relative) for rule in rules[1:]]
+    return runs[0] if len(runs) == 1 else _union_of(runs)
+
+
+def _union_of(runs: list[TrackResult]) -> TrackResult:
+    """One result: the runs' Pareto union (``_union``), with the first run's statistics
+    but the union's points and bounds, and every run's seconds added up."""
+    points, cfg, alt, radii = pareto_union(
+        [(r.points, r.node_configs, r.edge_alternatives, r.radii) for r in runs])
+    times = np.array([t for _, t in points])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = float(np.where(radii > 0, radii / (times - radii), 0.0).max()) if len(points) else 0.0
+    first = runs[0].stats
+    summed = {k: sum(getattr(r.stats, k) for r in runs)
+              for k in ("eliminate_s", "ldp_s", "unroll_s", "total_s", "candidates", "blocks")}
+    stats = dataclasses.replace(
+        first, heuristic=tuple(r.stats.heuristic for r in runs),
+        heuristic_runs=tuple((r.stats.heuristic, r.stats.num_points, r.stats.total_s, r.stats.time_lower_bound_s)
+                             for r in runs),
+        time_lower_bound_s=min(r.stats.time_lower_bound_s for r in runs),
+        time_error_bound_s=float(radii.max()) if len(radii) else 0.0,
+        relative_error_bound=relative,
+        summed_bound_s=max(r.stats.summed_bound_s for r in runs),
+        num_points=len(points),
+        peak_pointer_bytes=max(r.stats.peak_pointer_bytes for r in runs), **summed)
+    return TrackResult(points, stats, cfg, alt, radii)
+
+
+def _track_once(graph: CostGraph, method: str, threads: int, heuristic: Any,
+                epsilon: Optional[float], progress: Optional[Callable[[int, int], None]],
+                max_candidates: Optional[int], relative: bool) -> TrackResult:
+    """One run of Frontier-Tracking with one heuristic rule (arguments checked)."""
     t0 = _time.perf_counter()
     order = graph.topological_order()
     lower = _time_lower_bound(graph)

@@ -164,7 +164,8 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
                   parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                   cluster=None, graph: Graph | None = None, epsilon: float | None = None,
                   max_candidates: int | None = None, threads: int = 1, simulate=False,
-                  check_peak: bool = True, relative: bool = False):
+                  check_peak: bool = True, relative: bool = False,
+                  heuristics: tuple = ("min_memory", "min_time")):
     """Chooses a plan for the recorded graph, by one of the paper's three options.
 
     Args:
@@ -191,6 +192,10 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
             whose exact search would take hours (the paper Transformer on 16 devices).
             It bounds work, not error: ``plan.notes`` gives the error bound reached.
         threads: Frontier-Tracking threads on rank 0.
+        heuristics: the rules of heuristic elimination, for models whose graph needs it
+            (residual streams, attention): tracked once per rule, the frontiers' union
+            returned (``SearchOptions.heuristics``). ``("min_memory",)`` searches in
+            about half the time and may miss the fastest plans.
         simulate: False (default), "auto", "all" or "chosen": rank 0 also runs the
             simulator's check of the chosen device count's frontier (see
             ``tensoropt.simulator.attach``), attached to ``search_strategy(...)``'s result
@@ -219,7 +224,7 @@ def find_strategy(option: str = "mini_time", memory_limit: float | None = None,
     summary = search_strategy(option, memory_limit, parallelism, parallelisms=parallelisms,
                               cost_model=cost_model, cluster=cluster, graph=graph, epsilon=epsilon,
                               max_candidates=max_candidates, threads=threads, simulate=simulate,
-                              check_peak=check_peak, relative=relative)
+                              check_peak=check_peak, relative=relative, heuristics=heuristics)
     return summary.profile if option == "profiling" else summary.chosen
 
 
@@ -227,7 +232,8 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
                     parallelism: int | None = None, *, parallelisms=None, cost_model: str = "analytical",
                     cluster=None, graph: Graph | None = None, epsilon: float | None = None,
                     max_candidates: int | None = None, threads: int = 1, simulate=False,
-                    check_peak: bool = True, relative: bool = False):
+                    check_peak: bool = True, relative: bool = False,
+                    heuristics: tuple = ("min_memory", "min_time")):
     """``find_strategy``'s search, whole: a ``tensoropt.search.summary.SearchSummary`` with the
     chosen plan (``.chosen``), its frontier (``.frontier``, memory ascending; plans built
     on first use), the data-parallel plan (``.data_parallel``) and, for "profiling", one
@@ -249,7 +255,7 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
                          "(to.get_default_graph()) or leave it out")
     try:
         search = SearchOptions(epsilon=epsilon, max_candidates=max_candidates, threads=threads,
-                               relative=relative)
+                               relative=relative, heuristics=heuristics)
         simulate = simulate_mode(simulate)
     except ValueError as e:
         raise ValueError(f"find_strategy: {e}") from None

@@ -10,7 +10,8 @@ prints the search's seconds split into pricing (configurations and edge tables) 
 Frontier-Tracking, its whole CPU seconds, the process's peak resident memory, the
 frontier's plan count, its error bound (seconds, 0 when exact; with ``--relative`` the
 largest share of a plan's own time, e.g. ``1.00%``; ``+h`` when heuristic eliminations
-fixed some ops, which the bound does not cover), the fastest plan's estimated time, and
+fixed some ops, which the bound does not cover; such a model is tracked once per
+``--heuristics`` rule and the frontiers merged), the fastest plan's estimated time, and
 the seconds PaSE's DP took on this 2-core machine for its single minimum-time point
 (issue 14's table; ``>`` means it did not finish in that time). Each search runs in a
 child process of its own (so its peak memory is its own), stopped after ``--timeout``
@@ -100,13 +101,20 @@ def main(argv=None) -> int:
                         help="with --epsilon, each plan's error relative to its own time")
     parser.add_argument("--threads", type=int, default=1, help="Frontier-Tracking threads")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per search")
+    parser.add_argument("--heuristics", default="min_memory,min_time",
+                        help="heuristic elimination rules, one run each where a model needs one "
+                             "(SearchOptions.heuristics); min_memory alone runs once")
     args = parser.parse_args(argv)
     try:
         counts = [int(d) for d in args.devices.split(",") if d]
     except ValueError:
         parser.error(f"--devices {args.devices!r}: give comma-separated ints, e.g. 16,32,64")
-    search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
-                           threads=args.threads, relative=args.relative)
+    try:
+        search = SearchOptions(epsilon=args.epsilon, max_candidates=args.max_candidates,
+                               threads=args.threads, relative=args.relative,
+                               heuristics=tuple(filter(None, args.heuristics.split(","))))
+    except ValueError as err:
+        parser.error(str(err))
     print(f"{'model':<18}{'devices':>8}{'pricing s':>11}{'tracking s':>12}{'total s':>10}"
           f"{'cpu s':>8}{'peak GiB':>10}{'plans':>7}{'bound s':>11}{'fastest s':>11}"
           "  PaSE DP (one point)", flush=True)

@@ -98,7 +98,8 @@ def _cmd_frontier(args: argparse.Namespace) -> int:
                           "configs_per_op": result.configs_per_op,
                           "search_s": {k: result.stats[k] for k in ("build_s", "track_s")},
                           "frontier_stats": {k: v for k, v in result.stats["frontier"].as_dict().items()
-                                             if isinstance(v, (int, float, str))},
+                                             if isinstance(v, (int, float, str))
+                                             or k in ("heuristic", "heuristic_runs")},
                           **({"simulator_check": check.to_dict()} if check else {})}, indent=1))
     else:
         print(frontier_table(result, args.model, cluster.name))

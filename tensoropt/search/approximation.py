@@ -37,5 +37,7 @@ def approximation_line(track_stats: TrackStats) -> str:
                      + (f", and at most {track_stats.relative_error_bound:.2%} slower than its "
                         "own time" if track_stats.relative else ""))
     if heuristic:
-        parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations")
+        runs = track_stats.heuristic_runs
+        rules = f", tracked once per rule ({', '.join(str(r[0]) for r in runs)}) and merged" if runs else ""
+        parts.append(f"{heuristic} heuristic eliminations fixed some ops' configurations{rules}")
     return ("frontier: " + "; ".join(parts)) if parts else EXACT

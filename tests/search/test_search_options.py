@@ -270,3 +270,19 @@ def test_the_collector_is_off_while_pricing_and_tracking_and_on_after(monkeypatc
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_graph_that_needs_heuristic_elimination_keeps_both_ends_of_its_frontier():
+    # The tiny Transformer's residual streams need heuristic elimination. min_memory alone
+    # fixes its layer norms split, and its fastest plan then gathers them back each layer.
+    models.build("transformer", size="tiny")
+    both = to.search_strategy("mini_time", parallelism=2, cluster="paper-v100x16")
+    one = to.search_strategy("mini_time", parallelism=2, cluster="paper-v100x16",
+                             heuristics=("min_memory",))
+    fast = to.search_strategy("mini_time", parallelism=2, cluster="paper-v100x16",
+                              heuristics=("min_time",))
+    assert both.chosen.time_s == pytest.approx(min(one.chosen.time_s, fast.chosen.time_s))
+    assert both.chosen.time_s < 0.9 * one.chosen.time_s
+    assert both.frontier[0].memory_bytes == min(one.frontier[0].memory_bytes, fast.frontier[0].memory_bytes)
+    with pytest.raises(ValueError, match="tuple of rules"):
+        SearchOptions(heuristics="min_time")
