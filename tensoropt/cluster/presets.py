@@ -32,9 +32,10 @@ Preset numbers (the paper's Section 5; every number is per device unless said ot
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
-from tensoropt.cluster.calibration import CalibrationProfile
+from tensoropt.cluster.calibration import HOROVOD_TIMING_ENV, CalibrationProfile, timing_env_mismatch
 from tensoropt.cluster.devices import Cluster, Link
 
 __all__ = ["PRESETS", "get_cluster", "local_cluster", "is_local", "LOCAL_CLUSTER_NAMES", "profile_path",
@@ -107,7 +108,8 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
     """
     path = profile_path(profile)
     if path.exists():
-        cluster = CalibrationProfile.load(path).to_cluster()
+        profile_loaded = CalibrationProfile.load(path)
+        cluster = profile_loaded.to_cluster()
         job = (machines, devices_per_machine)
         if machines * devices_per_machine > 1 and job != (cluster.machines,
                                                           cluster.devices_per_machine):
@@ -118,11 +120,26 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
                 f"shape (mpirun -np {machines * devices_per_machine} tensoropt calibrate --out "
                 f"{path}, with the same hosts), or point {PROFILE_ENV} at a profile of it, or "
                 "pass cluster= a preset or cluster file")
+        _warn_timing_env(profile_loaded, path)
         return cluster
     physical = physical_memory_bytes(default=8 * 2**30)
     return Cluster(name="local-uncalibrated", machines=machines, devices_per_machine=devices_per_machine,
                    memory_bytes=float(physical // devices_per_machine), peak_flops=NOMINAL_CPU_PEAK_FLOPS,
                    intra=NOMINAL_CPU_LINK, inter=NOMINAL_CPU_LINK)
+
+
+def _warn_timing_env(profile: CalibrationProfile, path) -> None:
+    """Warns when this job's horovod timing settings differ from the calibration's: its
+    collectives then cost what the profile did not measure."""
+    differ = timing_env_mismatch(profile)
+    if differ:
+        names = " ".join(f"{k}={os.environ[k]}" for k in HOROVOD_TIMING_ENV if k in os.environ)
+        warnings.warn(
+            f"the calibration profile {path} was measured with other horovod settings than this "
+            f"job's ({'; '.join(differ)}), so the estimates price collectives this job does not "
+            f"run. Run the job with the calibration's settings, or calibrate with this job's: "
+            f"{names + ' ' if names else ''}mpirun -x HOROVOD_CYCLE_TIME -np N tensoropt calibrate "
+            f"--out {path}", stacklevel=3)
 
 
 def get_cluster(name_or_path: str | os.PathLike | Cluster, devices: int | None = None,

@@ -60,7 +60,7 @@ import numpy as np
 
 from tensoropt._tf import import_tensorflow
 from tensoropt._version import __version__
-from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile
+from tensoropt.cluster.calibration import COLLECTIVES, CalibrationProfile, horovod_timing_env
 from tensoropt.cluster.mesh import partition_schemes, scheme_groups
 from tensoropt.cluster.presets import DEFAULT_PROFILE_PATH, physical_memory_bytes
 from tensoropt.cluster.threads import rank_threads
@@ -470,6 +470,7 @@ class Calibrator:
                    "seconds": (f"one more link of a chain of {links} in one session.run" if links > 1
                                else "one standalone call"),
                    "ranks_blockwise_by_machine": blockwise,
+                   "horovod_env": horovod_timing_env(),
                    "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "calibration_seconds": round(time.time() - started, 3)})
 

@@ -1,6 +1,7 @@
 """Collective-time providers: analytical closed forms, profile interpolation, profile files."""
 
 import json
+import warnings
 
 import pytest
 
@@ -168,6 +169,25 @@ def test_a_job_of_another_shape_than_the_profile_is_told_to_calibrate_it(tmp_pat
                            rf"job runs {machines} x {per_machine}.*mpirun -np {machines * per_machine} "
                            "tensoropt calibrate --out"):
             local_cluster(machines, per_machine, profile=path)
+
+
+def test_a_job_with_other_horovod_timing_settings_than_the_calibration_is_warned(tmp_path, monkeypatch):
+    from tensoropt.cluster.calibration import timing_env_mismatch
+    path = tmp_path / "local.json"
+    profile = _profile(_alpha_beta("allreduce", 4, 1, 1e-4, 1e9, SIZES))
+    profile.extra["horovod_env"] = {"HOROVOD_CYCLE_TIME": None, "HOROVOD_FUSION_THRESHOLD": None}
+    profile.save(path)
+    monkeypatch.delenv("HOROVOD_CYCLE_TIME", raising=False)
+    monkeypatch.delenv("HOROVOD_FUSION_THRESHOLD", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        local_cluster(1, 4, profile=path)                 # the same settings: silent
+    monkeypatch.setenv("HOROVOD_CYCLE_TIME", "0.2")
+    with pytest.warns(UserWarning, match=r"HOROVOD_CYCLE_TIME: calibrated with horovod's default, this job "
+                      r"has '0.2'.*HOROVOD_CYCLE_TIME=0.2 mpirun -x HOROVOD_CYCLE_TIME -np N tensoropt calibrate"):
+        local_cluster(1, 4, profile=path)
+    profile.extra.pop("horovod_env")                       # a profile from before they were recorded
+    assert timing_env_mismatch(profile) == []
 
 
 def _good_profile_dict():
