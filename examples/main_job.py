@@ -6,7 +6,10 @@ fits, and train it on every MPI rank.
 It records a zoo model at paper scale and prints its statistics (no memory is used:
 recording creates no tensor), then builds a small Transformer, prints its frontier on
 this job's devices, chooses ``mini_time`` (with the chosen plan's simulated time and peak
-memory next to the estimate), and trains 20 steps, printing the losses.
+memory next to the estimate), and trains 20 steps, printing the losses. Once ``tensoropt
+calibrate`` has measured this machine (``profiles/local.json``), the search prices ops
+by measuring them (``cost_model="profiled"``); before, by nominal CPU figures, and the
+step report says so.
 """
 
 import argparse
@@ -16,6 +19,7 @@ import numpy as np
 import tensoropt as to
 from tensoropt import models
 from tensoropt.cli.report import plans_table
+from tensoropt.cluster.presets import profile_path
 from tensoropt.stats import graph_stats
 from tensoropt.units import format_bytes
 
@@ -43,7 +47,9 @@ def main() -> None:
     to.reset_default_graph()
     spec = models.build(args.model, size="tiny")
     # the whole search result, the same on every rank: any of its plans may be built
-    result = to.search_strategy(option="mini_time", simulate="chosen")
+    calibrated = profile_path().exists()
+    result = to.search_strategy(option="mini_time", simulate="chosen",
+                                cost_model="profiled" if calibrated else "analytical")
     plan = result.chosen
     if world.rank == 0:
         print(plans_table(result.frontier, result.data_parallel, chosen=plan, max_rows=12,

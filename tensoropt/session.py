@@ -13,6 +13,7 @@ state they share is ``runtime._runtime``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from tensoropt.execution.input_slices import local_feed
 from tensoropt.execution.lowering import Lowered, lower_graph
 from tensoropt.execution.schedule import check_plan_for_graph, collective_schedule
 from tensoropt.execution.step_profile import profile_from_trace, resident_bytes, trace_options
-from tensoropt.execution.step_report import StepReporter, report_step_from_env
+from tensoropt.execution.step_report import StepReporter, report_caveats, report_step_from_env
 from tensoropt.graph import Graph, Tensor, TrainStep, get_default_graph
 from tensoropt.plan import Plan
 from tensoropt.runtime import _runtime, find_strategy, mpirun_command, world
@@ -102,7 +103,8 @@ def build_execution_graph(engine: str = "tensorflow", plan: Plan | None = None,
     _runtime.lowered, _runtime.session, _runtime.plan, _runtime.graph = lowered, session, plan, graph
     _runtime.sharding = sharding
     _runtime.reporter = StepReporter(plan, _runtime.comm if size > 1 else None, world().rank,
-                                     report_step_from_env(), simulated=_runtime.simulated_figures(plan))
+                                     report_step_from_env(), simulated=_runtime.simulated_figures(plan),
+                                     caveats=report_caveats(plan, _runtime.local_ranks, os.cpu_count()))
 
 
 def run(fetches, feed_dict: dict | None = None, profile: bool = False):

@@ -102,3 +102,21 @@ def test_reporter_takes_the_slowest_rank_and_every_rank_peak():
     r.step(0.9, StepProfile(0.9, 0.0, 2**20, 2**20))
     assert r.line.startswith("tensoropt: after 2 steps: measured 1.80 s per step (estimated 10.00 ms, "
                              "simulated 20.00 ms); peak memory per rank 2.0 MiB, 3.0 MiB (estimated 1.0 MiB)")
+
+
+def test_the_report_says_when_measured_and_estimated_are_not_comparable():
+    from tensoropt.execution.step_report import report_caveats
+    calibrated = to.Plan(parallelism=4, option="mini_time", ops={}, time_s=0.01,
+                         notes="estimated for cluster local")
+    nominal = to.Plan(parallelism=2, option="mini_time", ops={}, time_s=0.01,
+                      notes="estimated for cluster local-uncalibrated")
+    assert report_caveats(calibrated, local_ranks=2, cores=2) == []
+    over, = report_caveats(calibrated, local_ranks=4, cores=2)
+    assert over.startswith("4 ranks share this machine's 2 cores (oversubscribed)")
+    uncal, = report_caveats(nominal, local_ranks=2, cores=2)
+    assert "nominal CPU figures" in uncal and "tensoropt calibrate" in uncal
+    r = StepReporter(nominal, None, rank=0, report_step=1, out=open("/dev/null", "w"),
+                     caveats=report_caveats(nominal, local_ranks=4, cores=2))
+    from tensoropt.execution.step_profile import StepProfile
+    r.step(0.5, StepProfile(0.5, 0.0, 2**20, 2**20))
+    assert "; note: 4 ranks share" in r.line and "; note: the estimates use nominal" in r.line
