@@ -20,7 +20,12 @@ profiles before its first training session. Measured, per plan (slowest or large
   to order them: tau 0.42-0.69, then 0.87 with 20 steps; with 20 steps in 5 rounds its
   even rounds ordered its ten frontier plans against its odd rounds at tau 0.60, with 60
   in 6 rounds at 0.82, hence the defaults) and ``--seconds`` seconds per plan, so the
-  machine's drift falls on all of them alike;
+  machine's drift falls on all of them alike. The frontier's plans then get two more
+  rounds at a time, up to ``--max-rounds``, while their even rounds order them against
+  their odd rounds at tau below ``SELF_TAU`` (0.9): the small LSTM's frontier plans lie
+  within a few IQRs of each other, and its 60 steps in 6 rounds ordered them against
+  themselves at 0.69-0.73 (2026-11-28). The rule reads the measurement alone, never
+  the estimate;
 - network: the median over ``--repeats`` traced steps of the time inside horovod ops;
   ops (printed per plan, not scored): the same of the other ops' summed times, beside
   the simulator's compute time, to tell where a gap is;
@@ -64,7 +69,7 @@ from tensoropt.search.strategy import make_cost_model
 from tensoropt.simulator import kendall_tau_b, simulate_plan
 from tensoropt.simulator.order_stats import tau_on_resolved_pairs
 
-__all__ = ["main", "spread_plans", "summary_lines"]
+__all__ = ["main", "spread_plans", "summary_lines", "agrees_with_itself", "SELF_TAU"]
 
 _FIGURES = ("time", "network", "memory")
 
@@ -120,7 +125,8 @@ def _summary(rows: list[dict]) -> dict:
 def _print_row(name: str, r: dict) -> None:
     m, a, s = r["measured"], r["additive"], r["simulated"]
     print(f"  {name} {r['kind']:<8} measured {m['time'] * 1e3:8.2f} ms (IQR {m['time_spread'] * 1e3:.2f}, "
-          f"{m['steps']:.0f} steps), net {m['network'] * 1e3:7.2f} ms, ops {m['compute'] * 1e3:7.2f} ms, "
+          f"{m['steps']:.0f} steps in {m['rounds']:.0f} rounds), net {m['network'] * 1e3:7.2f} ms, "
+          f"ops {m['compute'] * 1e3:7.2f} ms, "
           f"{format_bytes(m['memory']):>10} | additive {a['time'] * 1e3:8.2f} ms, net "
           f"{a['network'] * 1e3:7.2f} ms, {format_bytes(a['memory']):>10} | simulated "
           f"{s['time'] * 1e3:8.2f} ms, net {s['network'] * 1e3:7.2f} ms, ops {s['compute'] * 1e3:7.2f} ms, "
@@ -139,15 +145,19 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="the fewest timed seconds per plan")
     parser.add_argument("--rounds", type=int, default=6,
                         help="interleaved rounds over a group's plans (even: as many in each half)")
+    parser.add_argument("--max-rounds", type=int, default=14,
+                        help="the frontier's plans get two more rounds at a time, up to this many, "
+                             f"while the run orders them against itself at tau < {SELF_TAU} (even "
+                             "rounds against odd)")
     parser.add_argument("--group", type=int, default=10, help="plans held open and interleaved at once")
     parser.add_argument("--repeats", type=int, default=3, help="traced steps per plan (network, memory)")
     parser.add_argument("--cost-model", default="profiled", choices=["profiled", "analytical"])
     args = parser.parse_args(argv)
-    counts = (args.steps, args.frontier_steps, args.repeats, args.rounds, args.group)
+    counts = (args.steps, args.frontier_steps, args.repeats, args.rounds, args.group, args.max_rounds)
     if min(args.plans, args.frontier) < 0 or args.plans + args.frontier < 1 or min(counts) < 1 \
             or args.seconds < 0:
         parser.error("--plans/--frontier must be >= 0 (one plan at least); --steps, --frontier-steps, "
-                     "--repeats, --rounds, --group >= 1; --seconds >= 0")
+                     "--repeats, --rounds, --group, --max-rounds >= 1; --seconds >= 0")
     world = to.init()
     from mpi4py import MPI
 
@@ -176,11 +186,14 @@ def main(argv=None) -> int:
             of_kind = [r for r in rows if r["kind"] == kind]
             for start in range(0, len(of_kind), args.group):
                 group = of_kind[start:start + args.group]
+                frontier = kind == "frontier"
                 measured = measure_group(spec, [to.Plan.from_json(r["plan"]) for r in group], feed, comm,
                                          rounds=args.rounds,
-                                         min_steps=args.frontier_steps if kind == "frontier" else args.steps,
+                                         min_steps=args.frontier_steps if frontier else args.steps,
                                          min_time_s=args.seconds,
-                                         repeats=args.repeats)
+                                         repeats=args.repeats,
+                                         max_rounds=args.max_rounds if frontier else None,
+                                         settled=agrees_with_itself if frontier else None)
                 for r, m in zip(group, measured):
                     r["measured"] = m
                     if world.rank == 0:
@@ -196,6 +209,20 @@ def main(argv=None) -> int:
         for name, share in loaded:
             print(describe(share, f"accuracy ({name})"))
     return 0
+
+
+#: The run's order of the frontier plans against itself (even rounds against odd) at which
+#: it stops adding rounds (``--max-rounds``).
+SELF_TAU = 0.9
+
+
+def agrees_with_itself(halves) -> bool:
+    """True when the even- and odd-round medians of ``halves`` (per plan) order the plans
+    alike at Kendall's tau-b >= ``SELF_TAU`` (or there are fewer than two plans)."""
+    if len(halves) < 2:
+        return True
+    tau = kendall_tau_b([h[0] for h in halves], [h[1] for h in halves])
+    return math.isnan(tau) or tau >= SELF_TAU
 
 
 def calibration_line(path, now=None) -> str:

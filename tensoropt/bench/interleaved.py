@@ -22,7 +22,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -102,11 +102,19 @@ def _slowest(comm, value: float) -> float:
 
 
 def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_time_s: float,
-                  repeats: int) -> list[dict]:
+                  repeats: int, max_rounds: int | None = None,
+                  settled: Callable[[list[tuple[float, float]]], bool] | None = None) -> list[dict]:
     """Each of ``plans`` trained on this rank, timed in interleaved rounds; per plan the
     slowest rank's time (median) and time_spread (interquartile range), the medians of its
     even and of its odd rounds (``half_medians``), network, ops (``compute``) and memory
-    (medians of traced steps), and the timed step count.
+    (medians of traced steps), the timed step count and the rounds run.
+
+    With ``settled`` and ``max_rounds``: after ``rounds`` rounds, while
+    ``settled(halves)`` is false (``halves``: per plan, the slowest rank's even- and
+    odd-round medians, the same on every rank) two more rounds run, up to ``max_rounds``:
+    plans too close to order in ``rounds`` rounds are timed longer, until the run agrees
+    with itself or the rounds run out. The rule looks only at the measurement, never at an
+    estimate.
 
     ``comm`` is the job's communicator (``Barrier``, ``allgather``), e.g. mpi4py's
     ``MPI.COMM_WORLD``."""
@@ -116,13 +124,23 @@ def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_t
         warm = [_slowest(comm, h.step()) for h in group]   # the same on every rank
         blocks = block_steps(warm, rounds, min_steps, min_time_s)
         times: list[list[list[float]]] = [[] for _ in group]     # per plan, per round
-        for _ in range(rounds):
-            for held, block, out in zip(group, blocks, times):
-                held.step()        # after the switch: untimed
-                out.append([])
-                for _ in range(block):
-                    comm.Barrier()
-                    out[-1].append(held.step())
+
+        def run_rounds(count: int) -> None:
+            for _ in range(count):
+                for held, block, out in zip(group, blocks, times):
+                    held.step()        # after the switch: untimed
+                    out.append([])
+                    for _ in range(block):
+                        comm.Barrier()
+                        out[-1].append(held.step())
+
+        run_rounds(rounds)
+        limit = max(rounds, max_rounds or rounds)
+        while settled is not None and len(times[0]) + 2 <= limit:
+            halves = [tuple(_slowest(comm, h) for h in half_medians(per_round)) for per_round in times]
+            if settled(halves):
+                break
+            run_rounds(2)
         rows = []
         for held, per_round in zip(group, times):
             out = [s for r in per_round for s in r]
@@ -139,7 +157,8 @@ def measure_group(spec, plans, feed, comm, *, rounds: int, min_steps: int, min_t
                     "network": statistics.median(p.network_s for p in traced),
                     "compute": statistics.median(p.compute_s for p in traced),
                     "memory": statistics.median(p.peak_bytes for p in traced),
-                    "steps": len(out), "time_even_rounds": even, "time_odd_rounds": odd}
+                    "steps": len(out), "rounds": len(per_round), "time_even_rounds": even,
+                    "time_odd_rounds": odd}
             rows.append({k: _slowest(comm, v) for k, v in mine.items()})
         return rows
     finally:

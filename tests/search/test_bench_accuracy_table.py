@@ -73,3 +73,15 @@ def test_the_calibration_line_says_which_profile_how_old_and_how_loaded(tmp_path
     now = datetime.datetime(2026, 11, 28, 11, 0, tzinfo=datetime.timezone.utc)
     line = calibration_line(path, now=now)
     assert "(6.0 h ago)" in line and "took 3.1% of the CPUs" in line
+
+
+def test_the_frontier_is_timed_longer_while_its_halves_disagree():
+    from tensoropt.bench.accuracy import agrees_with_itself
+    same = [(1.0, 1.1), (2.0, 2.1), (3.0, 3.1), (4.0, 4.1)]
+    assert agrees_with_itself(same)
+    swapped = [(1.0, 2.1), (2.0, 1.1), (3.0, 4.1), (4.0, 3.1)]     # tau 0.33 between halves
+    assert not agrees_with_itself(swapped)
+    one_swap = same[:2] + [(3.0, 4.1), (4.0, 3.1)] + [(5.0, 5.1), (6.0, 6.1), (7.0, 7.1), (8.0, 8.1),
+                                                      (9.0, 9.1), (10.0, 10.1)]
+    assert agrees_with_itself(one_swap)        # one pair of 45 swapped: tau 0.96
+    assert agrees_with_itself([(1.0, 2.0)])    # one plan: nothing to order

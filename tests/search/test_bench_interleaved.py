@@ -67,3 +67,29 @@ def test_a_group_is_held_open_together_and_timed_in_rounds():
     for r in rows:
         assert r["time"] > 0 and r["time_spread"] >= 0 and r["memory"] > 0
         assert r["time_even_rounds"] > 0 and r["time_odd_rounds"] > 0
+
+
+def test_rounds_are_added_two_at_a_time_until_the_run_agrees_with_itself():
+    x = to.placeholder(to.float32, [8, 4], name="x")
+    w = to.get_variable("w", [4, 2])
+    step = to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_mean(to.matmul(x, w)))
+    spec = type("Spec", (), {"train_op": step})()
+    plan = to.find_strategy()
+    feed = {x: [[1.0] * 4] * 8}
+    asked = []
+
+    def never(halves):
+        asked.append(halves)
+        return False
+
+    rows = measure_group(spec, [plan, plan], feed, _OneRank(), rounds=2, min_steps=2, min_time_s=0.0,
+                         repeats=1, max_rounds=7, settled=never)
+    assert [r["rounds"] for r in rows] == [6, 6]       # 2, then 4, then 6; 8 would pass 7
+    assert [r["steps"] for r in rows] == [6, 6]
+    assert len(asked) == 2 and all(len(h) == 2 and len(h[0]) == 2 for h in asked)   # after 2 and 4
+    rows = measure_group(spec, [plan], feed, _OneRank(), rounds=2, min_steps=2, min_time_s=0.0,
+                         repeats=1, max_rounds=7, settled=lambda halves: True)
+    assert rows[0]["rounds"] == 2
+    rows = measure_group(spec, [plan], feed, _OneRank(), rounds=2, min_steps=2, min_time_s=0.0,
+                         repeats=1, max_rounds=7)              # no rule: the rounds given
+    assert rows[0]["rounds"] == 2
