@@ -32,6 +32,7 @@ from tensoropt.execution.hosts import job_hostnames, machine_shape
 from tensoropt.execution.mpi_env import import_mpi
 from tensoropt.execution.process_sets import register_process_sets
 from tensoropt.execution.quiet_bcast import quiet_bcast
+from tensoropt.execution.schedule import check_one_train_step
 from tensoropt.search import strategy
 from tensoropt.search.driver import SearchOptions
 from tensoropt.search.strategy import OPTIONS, SearchSettings
@@ -263,6 +264,11 @@ def search_strategy(option: str = "mini_time", memory_limit: float | None = None
     if not graph.operations:
         raise ValueError("find_strategy: the recorded graph is empty; build the model first")
     w = world()
+    if w.size > 1:
+        try:
+            check_one_train_step(graph)
+        except ValueError as e:
+            raise ValueError(f"find_strategy: {e}") from None
     outcome = None
     if w.rank == 0:
         try:

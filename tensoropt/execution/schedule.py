@@ -141,6 +141,21 @@ def edges_by_input(plan) -> dict:
     return {(e.consumer, e.input): e for e in plan.edges}
 
 
+def check_one_train_step(graph) -> None:
+    """Raises ValueError when ``graph`` records more than one training step: a plan on
+    several ranks issues one backward's collectives per iteration.
+
+    The message names the steps (``minimize`` called once per optimizer, as a GAN's
+    generator and discriminator do) and what runs instead."""
+    steps = graph.train_steps
+    if len(steps) > 1:
+        names = ", ".join(f"{s.name!r} (loss {s.loss.name!r}, {len(s.var_list)} variables)" for s in steps)
+        raise ValueError(f"the graph records {len(steps)} training steps: {names}. A plan on several "
+                         "ranks runs one training step per iteration. Run this script on one process "
+                         "(without mpirun), or minimize one loss (e.g. the sum of the losses) with one "
+                         "optimizer")
+
+
 def collective_schedule(graph, plan) -> list[CollectiveCall]:
     """The collectives ``plan`` issues in one training step of ``graph``, in issue order.
 
@@ -149,9 +164,7 @@ def collective_schedule(graph, plan) -> list[CollectiveCall]:
             the graph records more than one training step (each would add its own
             backward; one step per graph is supported).
     """
-    if len(graph.train_steps) > 1:
-        raise ValueError(f"the graph records {len(graph.train_steps)} training steps; a plan executes "
-                         "one (call minimize once)")
+    check_one_train_step(graph)
     grads = gradient_tensors(graph)
     edges = edges_by_input(plan)
     keep_consumer_copy = {}   # producer op name -> the first edge that drops its copy

@@ -148,3 +148,24 @@ def test_saved_bytes_are_one_rule_for_statistics_and_costs():
         assert model.op_cost(op, Config((1,), (None,))).saved_bytes == saved_bytes(op), op.name
         checked += op.kind == "lstm"
     assert checked == 2
+
+
+def test_two_training_steps_are_refused_by_name_with_what_runs_instead():
+    from tensoropt.execution.schedule import check_one_train_step
+    x = to.placeholder(to.float32, [8, 4], name="x")
+    with to.variable_scope("gen"):
+        g = to.get_variable("w", [4, 4])
+    with to.variable_scope("disc"):
+        d = to.get_variable("w", [4, 1])
+    fake = to.matmul(x, g)
+    d_loss = to.reduce_mean(to.matmul(fake, d))
+    g_loss = -d_loss
+    to.train.AdamOptimizer().minimize(d_loss, var_list=[d])
+    check_one_train_step(to.get_default_graph())          # one step: nothing to say
+    to.train.AdamOptimizer().minimize(g_loss, var_list=[g])
+    with pytest.raises(ValueError, match=r"records 2 training steps: 'Adam' \(loss '.*', 1 variables\), "
+                       r"'Adam_1' .*Run this script on one process \(without mpirun\), or minimize one loss"):
+        check_one_train_step(to.get_default_graph())
+    plan = to.find_strategy()          # one process: the search and the run take both steps
+    with pytest.raises(ValueError, match="records 2 training steps"):
+        collective_schedule(to.get_default_graph(), plan)
