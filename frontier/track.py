@@ -152,9 +152,15 @@ def _relative_error(table) -> float:
     """The largest ``r / (t - r)`` over the table's points (0.0 without radii)."""
     if table.radius is None or table.npoints == 0:
         return 0.0
-    r = table.radii()
+    return _largest_share(table.radii(), table.time)
+
+
+def _largest_share(radii: np.ndarray, times: np.ndarray) -> float:
+    """The largest ``r / (t - r)`` over points of radii ``radii`` and times ``times``."""
+    if len(radii) == 0:
+        return 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(r > 0, r / (table.time - r), 0.0)
+        share = np.where(radii > 0, radii / (times - radii), 0.0)
     return float(share.max())
 
 
@@ -247,19 +253,16 @@ def _union_of(runs: list[TrackResult]) -> TrackResult:
     but the union's points and bounds, and every run's seconds added up."""
     points, cfg, alt, radii = pareto_union(
         [(r.points, r.node_configs, r.edge_alternatives, r.radii) for r in runs])
-    times = np.array([t for _, t in points])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        relative = float(np.where(radii > 0, radii / (times - radii), 0.0).max()) if len(points) else 0.0
     first = runs[0].stats
     summed = {k: sum(getattr(r.stats, k) for r in runs)
               for k in ("eliminate_s", "ldp_s", "unroll_s", "total_s", "candidates", "blocks")}
     stats = dataclasses.replace(
         first, heuristic=tuple(r.stats.heuristic for r in runs),
-        heuristic_runs=tuple((r.stats.heuristic, r.stats.num_points, r.stats.total_s, r.stats.time_lower_bound_s)
-                             for r in runs),
+        heuristic_runs=tuple((r.stats.heuristic, r.stats.num_points, r.stats.total_s,
+                              r.stats.time_lower_bound_s) for r in runs),
         time_lower_bound_s=min(r.stats.time_lower_bound_s for r in runs),
         time_error_bound_s=float(radii.max()) if len(radii) else 0.0,
-        relative_error_bound=relative,
+        relative_error_bound=_largest_share(radii, np.array([t for _, t in points])),
         summed_bound_s=max(r.stats.summed_bound_s for r in runs),
         num_points=len(points),
         peak_pointer_bytes=max(r.stats.peak_pointer_bytes for r in runs), **summed)
