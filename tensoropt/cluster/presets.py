@@ -108,8 +108,8 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
     """
     path = profile_path(profile)
     if path.exists():
-        profile_loaded = CalibrationProfile.load(path)
-        cluster = profile_loaded.to_cluster()
+        calibration = CalibrationProfile.load(path)
+        cluster = calibration.to_cluster()
         job = (machines, devices_per_machine)
         if machines * devices_per_machine > 1 and job != (cluster.machines,
                                                           cluster.devices_per_machine):
@@ -120,7 +120,7 @@ def local_cluster(machines: int = 1, devices_per_machine: int = 1,
                 f"shape (mpirun -np {machines * devices_per_machine} tensoropt calibrate --out "
                 f"{path}, with the same hosts), or point {PROFILE_ENV} at a profile of it, or "
                 "pass cluster= a preset or cluster file")
-        _warn_timing_env(profile_loaded, path)
+        _warn_timing_env(calibration, path)
         return cluster
     physical = physical_memory_bytes(default=8 * 2**30)
     return Cluster(name="local-uncalibrated", machines=machines, devices_per_machine=devices_per_machine,

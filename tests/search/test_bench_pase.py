@@ -73,3 +73,15 @@ def test_main_prints_an_error_row_runs_the_rest_and_fails(monkeypatch, capsys):
     rows = capsys.readouterr().out.splitlines()[1:]
     assert "error: inception_v3 on 12 devices: ValueError: 12 devices do not divide" in rows[0]
     assert rows[1].split()[:2] == ["inception_v3", "16"] and rows[1].rstrip().endswith("12 s")
+
+
+def test_heuristics_reach_the_search_and_a_bad_rule_is_named(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(pase, "run_in_child", lambda model, devices, search, timeout: seen.append(search)
+                        or {"stopped": "x"})
+    assert pase.main(["--models", "m", "--devices", "16"]) == 0
+    assert pase.main(["--models", "m", "--devices", "16", "--heuristics", "min_memory"]) == 0
+    assert [s.heuristics for s in seen] == [("min_memory", "min_time"), ("min_memory",)]
+    with pytest.raises(SystemExit):
+        pase.main(["--models", "m", "--devices", "16", "--heuristics", "min_memory,fastest"])
+    assert "unknown heuristic 'fastest'" in capsys.readouterr().err
