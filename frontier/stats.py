@@ -110,9 +110,11 @@ class TrackStats:
             peak_pointer_bytes: the most they took at any time (``Store.collect`` frees
             those no live table needs whenever they have doubled).
         eliminate_s, ldp_s, unroll_s, total_s: seconds per phase.
-        heuristic_runs: ``((rule, points, seconds, T), ...)`` when ``track`` was given
-            several heuristic rules and ran each (its result the runs' Pareto union;
-            ``heuristic`` is then the tuple of rules); empty after one run.
+        heuristic_runs: ``((rule, points, seconds, T, epsilon), ...)`` when ``track``
+            was given several heuristic rules and ran each (its result the runs' Pareto
+            union; ``heuristic`` is then the tuple of rules; a run's epsilon is below the
+            one given where it was tracked again to meet the union's T); empty after one
+            run.
     """
 
     method: str

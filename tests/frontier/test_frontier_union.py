@@ -100,3 +100,22 @@ def test_rules_are_checked_one_by_one():
         heuristic_rules(["min_memory", "fastest"])
     with pytest.raises(ValueError, match="empty list"):
         heuristic_rules([])
+
+
+def test_with_epsilon_the_union_stays_within_epsilon_of_the_least_T(monkeypatch):
+    # Each rule's run thins within epsilon of its own T; min_time's finds faster plans,
+    # so min_memory's radii would pass epsilon times the union's T unless it is run again.
+    import importlib
+    track_module = importlib.import_module("frontier.track")
+    eps = 0.1
+    graphs = [_mask_graph(seed, blocks=4, k=4) for seed in range(6)]
+    for g in graphs:
+        res = track(g, heuristic=["min_memory", "min_time"], epsilon=eps)
+        assert res.stats.epsilon == eps
+        assert res.stats.time_lower_bound_s == min(r[3] for r in res.stats.heuristic_runs)
+        assert res.stats.time_error_bound_s <= eps * res.stats.time_lower_bound_s
+        for i, p in enumerate(res.points):
+            assert cost_of(g, *res.choice(i)) == pytest.approx(p, rel=1e-12)
+    monkeypatch.setattr(track_module, "_within_least_scale", lambda *args: args[-1])
+    over = [track(g, heuristic=["min_memory", "min_time"], epsilon=eps) for g in graphs]
+    assert any(r.stats.time_error_bound_s > eps * r.stats.time_lower_bound_s for r in over)
