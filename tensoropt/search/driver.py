@@ -315,7 +315,8 @@ def data_parallel_configs(space: SearchSpace) -> dict:
         configs = space.configs[op]
         if op.kind == "placeholder":
             chosen[op] = configs[0]
-            batch_axis[op.outputs[0]] = 0
+            if op.outputs[0].shape:     # a scalar (a learning rate, a keep_prob) has no batch
+                batch_axis[op.outputs[0]] = 0
             continue
         dim = None
         for i, t in enumerate(op.inputs):

@@ -286,3 +286,12 @@ def test_a_graph_that_needs_heuristic_elimination_keeps_both_ends_of_its_frontie
     assert both.frontier[0].memory_bytes == min(one.frontier[0].memory_bytes, fast.frontier[0].memory_bytes)
     with pytest.raises(ValueError, match="tuple of rules"):
         SearchOptions(heuristics="min_time")
+
+
+def test_a_scalar_placeholder_has_no_batch_axis_for_data_parallel():
+    x = to.placeholder(to.float32, [64, 32], name="x")
+    scale = to.placeholder(to.float32, [], name="scale")       # fed per step, as a keep_prob is
+    h = to.matmul(x, to.get_variable("w", [32, 8])) * (1.0 - scale)    # an op fed by the scalar alone
+    to.train.GradientDescentOptimizer(0.1).minimize(to.reduce_mean(h))
+    dp = to.search_strategy("mini_time", parallelism=4, cluster="paper-v100x16").data_parallel
+    assert dp.ops["x"].dim_axes and not dp.ops["scale"].dim_axes
