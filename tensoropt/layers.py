@@ -26,6 +26,8 @@ from tensoropt.initializers import zeros_initializer
 from tensoropt.ops import conv_ops, nn_ops
 from tensoropt.ops._common import as_tensor
 from tensoropt.ops.array_ops import reshape
+from tensoropt.ops.compare_ops import cast
+from tensoropt.ops.elementwise_ops import multiply
 from tensoropt.ops.math_ops import matmul
 from tensoropt.ops.source_ops import get_variable
 
@@ -135,12 +137,19 @@ def flatten(inputs, name=None, data_format="channels_last") -> Tensor:
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None) -> Tensor:
-    """``tf.layers.dropout``: drops only when ``training`` is True (a Python bool here: the
-    plan is one graph, so build one for training and fetch the loss for evaluation)."""
+    """``tf.layers.dropout``: drops only when ``training`` is true: a Python bool, or a
+    bool scalar tensor (e.g. an ``is_training`` placeholder, fed per step: the rate is
+    then ``rate * cast(training)``)."""
     x = _tensor("dropout", inputs)
+    if isinstance(training, Tensor):
+        if tuple(training.shape) != () or training.dtype.name != "bool":
+            raise ValueError(f"layers.dropout: training is {training.name} of shape {list(training.shape)} and "
+                             f"dtype {training.dtype.name}; give a bool scalar (to.placeholder(to.bool, [])) "
+                             "or True/False")
+        switch = multiply(cast(training, x.dtype), float(rate))
+        return nn_ops.dropout(x, rate=switch, noise_shape=noise_shape, seed=seed, name=name)
     if not isinstance(training, bool):
-        raise ValueError(f"layers.dropout: training={training!r}; give True or False (a tensor switch is "
-                         "not supported)")
+        raise ValueError(f"layers.dropout: training={training!r}; give True or False, or a bool scalar tensor")
     return nn_ops.dropout(x, rate=rate, noise_shape=noise_shape, seed=seed, name=name) if training else x
 
 

@@ -13,6 +13,7 @@ import zlib
 from tensoropt.dtypes import INTEGERS, float32
 from tensoropt.graph import Tensor, get_default_graph
 from tensoropt.ops._common import as_tensor, normalize_axis, op_error, tf1_alias
+from tensoropt.ops.elementwise_ops import subtract
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.space import IterationSpace, elementwise_space
 
@@ -159,6 +160,13 @@ class DropoutDef(OpDef):
 
     def infer(self, op):
         x = op.inputs[0]
+        if len(op.inputs) == 2:        # the rate is a tensor: a scalar fed or computed per step
+            rate = op.inputs[1]
+            if tuple(rate.shape) != () or not rate.dtype.is_floating:
+                raise op_error(op, f"rate tensor {rate.name} of shape {list(rate.shape)} and dtype "
+                                   f"{rate.dtype.name}", "a float scalar, e.g. to.placeholder(to.float32, [])")
+            space = elementwise_space([x.shape, ()], x.shape, 3.0, saved_outputs=(0,))
+            return Signature(((tuple(x.shape), x.dtype),), space)
         rate = op.attrs["rate"]
         if not 0.0 <= rate < 1.0:
             raise op_error(op, f"rate {rate}", "a rate in [0, 1)")
@@ -166,10 +174,13 @@ class DropoutDef(OpDef):
         return Signature(((tuple(x.shape), x.dtype),), space)
 
     def lower(self, tf, op, inputs, ctx):
-        rate = op.attrs["rate"]
-        if rate == 0.0:
-            return [tf.identity(inputs[0])]
         x = inputs[0]
+        if len(inputs) == 2:
+            rate = tf.cast(inputs[1], x.dtype)
+        else:
+            rate = op.attrs["rate"]
+            if rate == 0.0:
+                return [tf.identity(x)]
         dims = op.space.outputs[0]
         full = [ctx.dim_sizes[d] for d in dims]
         offsets = [ctx.extra.get("dim_offsets", {}).get(d, 0) for d in dims]
@@ -180,11 +191,16 @@ class DropoutDef(OpDef):
 
 
 def dropout(x, rate=None, noise_shape=None, seed=None, name=None, keep_prob=None):
-    """Dropout, as ``tf.nn.dropout`` (``rate``) or TF 1.x (``keep_prob``)."""
-    if rate is None:
-        rate = 0.0 if keep_prob is None else 1.0 - keep_prob
+    """Dropout, as ``tf.nn.dropout`` (``rate``) or TF 1.x (``keep_prob``). Either may be a
+    float scalar tensor, e.g. a ``keep_prob`` placeholder fed 0.5 to train and 1.0 to
+    evaluate."""
     if noise_shape is not None:
         raise ValueError("dropout: noise_shape is not supported; leave it None")
+    if isinstance(rate, Tensor) or isinstance(keep_prob, Tensor):
+        rate_t = rate if rate is not None else subtract(1.0, keep_prob)
+        return _create("dropout", [x, rate_t], {"rate": None, "seed": seed}, name=name).outputs[0]
+    if rate is None:
+        rate = 0.0 if keep_prob is None else 1.0 - keep_prob
     return _create("dropout", [x], {"rate": float(rate), "seed": seed}, name=name).outputs[0]
 
 
