@@ -38,6 +38,7 @@ from tensoropt.ops.compare_ops import (argmax, argmin, cast, equal, greater, gre
                                        not_equal, one_hot, where, where_v2)
 from tensoropt.ops.nn_ops import gather
 from tensoropt.clipping import clip_by_global_norm
+from tensoropt.train import gradients
 from tensoropt.initial_values import random_normal, random_uniform, truncated_normal
 from tensoropt.graph_collections import (GraphKeys, add_to_collection, get_collection, global_variables,
                                          trainable_variables)
@@ -94,7 +95,7 @@ __all__ = [
     "reshape", "transpose", "concat", "split", "expand_dims", "squeeze", "slice", "tile", "pad",
     "one_hot", "argmax", "argmin", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "cast",
     "logical_and", "logical_or", "logical_xor", "logical_not",
-    "clip_by_value", "clip_by_global_norm", "clip_by_norm", "reduce_logsumexp",
+    "clip_by_value", "clip_by_global_norm", "gradients", "clip_by_norm", "reduce_logsumexp",
     "range", "sequence_mask", "cumsum", "stack", "unstack", "zeros_like", "ones_like", "constant", "shape",
 ]
 

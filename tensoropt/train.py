@@ -142,6 +142,37 @@ class Optimizer:
         return step
 
 
+def gradients(ys, xs, grad_ys=None, name="gradients", **unused) -> list:
+    """``tf.gradients(loss, variables)``: the gradients of a scalar loss with respect to
+    variables, as ``compute_gradients`` gives them (``tensoropt.clipping.Gradient`` values
+    to clip and pass to ``apply_gradients``; None for a variable the loss does not reach),
+    as the PTB tutorial's ``tf.clip_by_global_norm(tf.gradients(cost, tvars), 5)`` uses
+    them. TensorOpt builds the backward pass when it lowers a plan, so there is no
+    gradient of other tensors.
+
+    Raises:
+        ValueError: ``ys`` not one scalar float loss, an entry of ``xs`` that is not a
+            variable, ``grad_ys``, or no variable the loss reaches.
+    """
+    f = "gradients"
+    if isinstance(ys, (list, tuple)):
+        if len(ys) != 1:
+            raise ValueError(f"{f}: ys holds {len(ys)} tensors; TensorOpt differentiates one scalar loss")
+        ys = ys[0]
+    if grad_ys is not None:
+        raise ValueError(f"{f}: grad_ys is not supported; differentiate a scalar loss")
+    loss = _check_loss(f, ys)
+    xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
+    wrong = [x for x in xs if not isinstance(x, Variable)]
+    if wrong:
+        raise ValueError(f"{f}: {wrong[0]!r} is not a variable; TensorOpt gives the gradients of a loss with "
+                         "respect to variables only (it builds the backward pass itself when it lowers a plan)")
+    reachable = _variables_reaching(loss)
+    if not any(x in reachable for x in xs):
+        raise ValueError(f"{f}: no variable of xs reaches the loss {loss.name}")
+    return [Gradient(x, loss) if x in reachable else None for x in xs]
+
+
 def _check_loss(where: str, loss) -> Tensor:
     if not isinstance(loss, Tensor):
         raise ValueError(f"{where}: loss must be a tensoropt Tensor, got {type(loss).__name__}")

@@ -1,5 +1,6 @@
 """LSTMs: ``nn.rnn_cell.LSTMCell`` with ``nn.static_rnn`` (unrolled primitives) or
-``nn.dynamic_rnn`` (one fused ``lstm`` op per layer, as PaSE models an LSTM).
+``nn.dynamic_rnn`` (one fused ``lstm`` op per layer, as PaSE models an LSTM). GRUs:
+``nn.rnn_cell.GRUCell``, unrolled from primitives by either (no fused op).
 
 The kernel is [input + hidden, 4·hidden] as in TensorFlow, but its gate columns are
 ordered *unit-major* (column ``4·u + g`` is gate ``g`` of hidden unit ``u``; gates i, j,
@@ -20,15 +21,15 @@ from collections import namedtuple
 
 from tensoropt.dtypes import as_dtype, float32
 from tensoropt.graph import Tensor, get_default_graph, variable_scope
-from tensoropt.initializers import zeros_initializer
+from tensoropt.initializers import ones_initializer, zeros_initializer
 from tensoropt.ops import array_ops, math_ops
 from tensoropt.ops._common import op_error
 from tensoropt.ops.registry import OpDef, Signature, register
 from tensoropt.ops.source_ops import get_variable
 from tensoropt.ops.space import IterationSpace
 
-__all__ = ["LSTMCell", "LSTMStateTuple", "MultiRNNCell", "static_rnn", "dynamic_rnn", "zeros", "ones",
-           "fill"]
+__all__ = ["LSTMCell", "GRUCell", "LSTMStateTuple", "MultiRNNCell", "static_rnn", "dynamic_rnn", "zeros",
+           "ones", "fill"]
 
 LSTMStateTuple = namedtuple("LSTMStateTuple", ["c", "h"])
 
@@ -179,6 +180,49 @@ class LSTMCell:
         return h, LSTMStateTuple(c, h)
 
 
+class GRUCell:
+    """``tf.compat.v1.nn.rnn_cell.GRUCell(num_units)``, TensorFlow's variables and math:
+    ``gates/kernel`` [depth + units, 2·units] and ``gates/bias`` (ones) give the reset and
+    update gates r, u; ``candidate/kernel`` [depth + units, units] and ``candidate/bias``
+    (zeros) the candidate c from the input and r·h; the new h is u·h + (1 - u)·c. Its
+    state is h alone, [batch, units]."""
+
+    def __init__(self, num_units: int, activation=None, name: str | None = None, **unused):
+        if activation is not None and activation is not math_ops.tanh:
+            raise ValueError(f"GRUCell: activation={activation!r} is not supported; leave it out (tanh)")
+        self.num_units = int(num_units)
+        self.name = name or "gru_cell"
+
+    @property
+    def state_size(self) -> int:
+        return self.num_units
+
+    @property
+    def output_size(self) -> int:
+        return self.num_units
+
+    def zero_state(self, batch_size: int, dtype=float32) -> Tensor:
+        return zeros([batch_size, self.num_units], dtype, name="zero_h")
+
+    def __call__(self, inputs: Tensor, state: Tensor):
+        """One step from primitives: returns (h, h)."""
+        depth, u = inputs.shape[1], self.num_units
+        with variable_scope(self.name, reuse="auto_reuse"):
+            with variable_scope("gates"):
+                gate_kernel = get_variable("kernel", [depth + u, 2 * u])
+                gate_bias = get_variable("bias", [2 * u], initializer=ones_initializer())
+            with variable_scope("candidate"):
+                cand_kernel = get_variable("kernel", [depth + u, u])
+                cand_bias = get_variable("bias", [u], initializer=zeros_initializer())
+        gates = math_ops.sigmoid(math_ops.add(
+            math_ops.matmul(array_ops.concat([inputs, state], axis=1), gate_kernel), gate_bias))
+        r, z = array_ops.split(gates, 2, axis=1)
+        candidate = math_ops.tanh(math_ops.add(math_ops.matmul(
+            array_ops.concat([inputs, math_ops.multiply(r, state)], axis=1), cand_kernel), cand_bias))
+        h = math_ops.add(math_ops.multiply(z, state), math_ops.multiply(math_ops.subtract(1.0, z), candidate))
+        return h, h
+
+
 class MultiRNNCell:
     """``tf.compat.v1.nn.rnn_cell.MultiRNNCell(cells)``: layers applied in order."""
 
@@ -220,7 +264,8 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
 
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
                 time_major=False, scope=None):
-    """Runs ``cell`` over ``inputs`` [b, t, d] as one fused ``lstm`` op per layer."""
+    """Runs ``cell`` over ``inputs`` [b, t, d]: one fused ``lstm`` op per LSTM layer, a
+    GRU layer unrolled from primitives."""
     if time_major or sequence_length is not None or initial_state is not None:
         raise ValueError("dynamic_rnn: time_major, sequence_length and initial_state are not "
                          "supported; pass batch-major inputs [batch, time, depth] and no state, "
@@ -232,10 +277,14 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     x = inputs
     with variable_scope(scope or "rnn"):
         for n, layer in enumerate(_layers(cell)):
-            if not isinstance(layer, LSTMCell):
-                raise ValueError(f"dynamic_rnn: cell {layer!r} is not an LSTMCell")
+            if not isinstance(layer, (LSTMCell, GRUCell)):
+                raise ValueError(f"dynamic_rnn: cell {layer!r} is not an LSTMCell or a GRUCell")
             scope_name = f"cell_{n}" if isinstance(cell, MultiRNNCell) else ""
             with variable_scope(scope_name) if scope_name else _null():
+                if isinstance(layer, GRUCell):
+                    x, state = _unrolled(layer, x)
+                    states.append(state)
+                    continue
                 kernel, bias = layer.variables(x.shape[2])
                 op = graph.create_op("lstm", [x, kernel, bias], {"forget_bias": layer.forget_bias},
                                      name="lstm")
@@ -243,6 +292,19 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             states.append(LSTMStateTuple(c, h))
     final = tuple(states) if isinstance(cell, MultiRNNCell) else states[0]
     return x, final
+
+
+def _unrolled(cell, x: Tensor):
+    """``cell`` over x [b, t, d], step by step from primitives: outputs [b, t, units] and
+    the final state."""
+    b, t, d = x.shape
+    state = cell.zero_state(b, x.dtype)
+    outputs = []
+    steps = array_ops.split(x, t, axis=1) if t > 1 else [x]
+    for step in steps:
+        out, state = cell(array_ops.reshape(step, [b, d]), state)
+        outputs.append(array_ops.reshape(out, [b, 1, cell.output_size]))
+    return (array_ops.concat(outputs, axis=1) if t > 1 else outputs[0]), state
 
 
 class _null:
