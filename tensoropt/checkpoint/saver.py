@@ -116,16 +116,19 @@ class Saver:
         return state, comm, held_tensors(state.graph, state.lowered, state.sharding, self.var_list)
 
     # -- save ----------------------------------------------------------------------------
-    def save(self, save_path: str, global_step=None) -> str:
+    def save(self, save_path, global_step=None, *tf1_rest) -> str:
         """Writes a checkpoint; returns its path (``save_path-global_step``).
 
         ``global_step`` names the checkpoint: an int, or the graph's global step
         (``to.train.get_or_create_global_step()``), whose value is read. The graph's global
-        step is saved and restored with the variables either way.
+        step is saved and restored with the variables either way. TensorFlow 1.x's
+        ``saver.save(sess, save_path, global_step)`` is taken too: TensorOpt runs its own
+        session, so a first argument that is not a path is passed over.
 
         Raises:
             CheckpointError: a rank could not write (every rank raises; nothing changed).
         """
+        save_path, global_step = _without_session("save", (save_path, global_step, *tf1_rest))
         state, comm, held = self._state("save")
         if isinstance(global_step, GlobalStep):
             global_step = int(session.run(global_step))
@@ -219,15 +222,18 @@ class Saver:
                 shutil.rmtree(os.path.join(directory, p), ignore_errors=True)
 
     # -- restore -------------------------------------------------------------------------
-    def restore(self, save_path: str) -> Optional[int]:
+    def restore(self, save_path, *tf1_rest) -> Optional[int]:
         """Loads every tensor this rank holds from ``save_path``; returns the saved
-        global step (None if it was saved without one).
+        global step (None if it was saved without one). TensorFlow 1.x's
+        ``saver.restore(sess, save_path)`` is taken too (see ``save``).
 
         Raises:
             CheckpointError: on every rank, before any variable changes: the checkpoint
                 is missing or truncated, lacks a tensor, or has one of another shape or
                 dtype (the message names the file and the tensor).
         """
+        if tf1_rest:
+            save_path, _ = _without_session("restore", (save_path, *tf1_rest, None))
         if save_path is None:
             raise CheckpointError("Saver.restore: no checkpoint (latest_checkpoint found none in "
                                   "that directory); save one first or pass its path")
@@ -259,4 +265,24 @@ class Saver:
         state.session.run([h.variable.initializer for h in held],
                           {h.variable.initializer.inputs[1]: value for h, value in zip(held, values)})
         return step
+
+
+def _without_session(where: str, args: tuple) -> tuple:
+    """``(save_path, global_step)`` from ``Saver.save``'s or ``restore``'s positional
+    arguments, TensorFlow 1.x's leading session dropped when the first is not a path.
+
+    Raises:
+        ValueError: more arguments than a path and a global step, or no path.
+    """
+    args = list(args)
+    while len(args) > 2 and args[-1] is None:
+        args.pop()
+    if args and len(args) > 1 and not isinstance(args[0], (str, os.PathLike)) \
+            and isinstance(args[1], (str, os.PathLike)):
+        args = args[1:]                 # tf.compat.v1: saver.save(sess, path, global_step)
+    if len(args) > 2 or (args and args[0] is not None and not isinstance(args[0], (str, os.PathLike))):
+        raise ValueError(f"Saver.{where}: expected ({'save_path, global_step' if where == 'save' else 'save_path'}),"
+                         f" or TensorFlow's (sess, save_path{', global_step' if where == 'save' else ''}); got "
+                         f"{len(args)} arguments starting with {args[0]!r}")
+    return args[0], (args[1] if len(args) > 1 else None)
 

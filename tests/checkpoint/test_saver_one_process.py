@@ -136,3 +136,21 @@ def test_export_checkpoint_command(trained, tmp_path, capsys):
     assert cli.main(["export-checkpoint", str(tmp_path / "model-9"), str(tmp_path / "tf2" / "m")]) == 2
     assert re.search(r"export-checkpoint: .*model-9.*does not exist", capsys.readouterr().err)
     assert not (tmp_path / "tf2").exists()   # nothing half-written
+
+
+def test_tensorflows_session_first_signatures_are_taken(trained, tmp_path):
+    """``saver.save(sess, path, global_step)`` and ``saver.restore(sess, path)``, as a TF 1.x
+    script calls them: TensorOpt runs its own session, so the first argument is passed over."""
+    loss, train_op, feeds, variables = trained
+    saver = to.train.Saver()
+    sess = object()                                  # whatever the script had
+    path = saver.save(sess, str(tmp_path / "model"), 7)
+    assert path == str(tmp_path / "model-7")
+    saved = _values(variables)
+    to.run([loss, train_op], feeds[2])
+    assert saver.restore(sess, path) == 7
+    for k, v in _values(variables).items():
+        np.testing.assert_array_equal(v, saved[k])
+    assert saver.save(None, str(tmp_path / "plain")) == str(tmp_path / "plain")
+    with pytest.raises(ValueError, match=r"Saver.save: expected \(save_path, global_step\), or TensorFlow's"):
+        saver.save(sess, 3)
