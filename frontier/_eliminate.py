@@ -34,7 +34,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 
 from frontier._meet import meet
-from frontier._memo import Memo, fingerprint, table_fingerprint
+from frontier._memo import Memo, entry_bytes, fingerprint, table_fingerprint
 from frontier._memory import release_kept_memory
 from frontier._shared import cell_product_shared, combine_shared
 from frontier._store import Store
@@ -43,7 +43,12 @@ from frontier._values import Shape, cell_product, reduce_cells, thin
 from frontier.graph import CostGraph
 from frontier.stats import Tally
 
-__all__ = ["Work", "Options", "Heuristic", "Chain"]
+__all__ = ["Work", "Options", "Heuristic", "Chain", "FORGET_MIN_BYTES"]
+
+#: Results of at least this many bytes (values and back pointers) are kept by the memo
+#: only while a later reduction can ask for them (``Work._settle``); smaller ones are
+#: kept as before (checking each would cost more than they hold). None: all as before.
+FORGET_MIN_BYTES: Optional[int] = 16 * 2 ** 20
 
 Heuristic = Union[str, tuple]
 #: A contracted chain as ``choose_config`` scores it: (end node, least memory, least time).
@@ -83,7 +88,11 @@ class Work:
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
         self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
-        store.pinned = self.memo.pointer_ids         # what the collector cannot free
+        # Large results of the elimination under way, put in the memo when it ends if
+        # a later one can still ask for them (``_settle``): key -> [entry, seconds,
+        # its record, reuses within the elimination].
+        self._pending: dict[bytes, list] = {}
+        store.pinned = self._pinned                  # what the collector cannot free
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -127,6 +136,9 @@ class Work:
         registered again instead (the same values and pointers, shared)."""
         key = fingerprint(op, params, *(self.st.fp[p] for p in parents))
         hit = self.memo.get(key)
+        if hit is None and key in self._pending:
+            hit = self._pending[key][0]
+            self._pending[key][3] += 1
         if hit is not None:
             table, bp, gap = hit
             self.tally.memo_hits += 1
@@ -137,12 +149,53 @@ class Work:
         gap, self.tally.gap_s = self.tally.gap_s, 0.0
         tid = self.st.derived(table, parents, bp, key, gap=gap)
         rec = self.st.records[tid]
-        rec.shared = self.memo.put(key, (table, rec.bp, gap), seconds)
+        entry = (table, rec.bp, gap)
+        if FORGET_MIN_BYTES is not None and entry_bytes(entry) >= FORGET_MIN_BYTES:
+            self._pending[key] = [entry, seconds, tid, 0]  # ``_settle`` decides
+            rec.shared = True
+            return tid
+        self._keep(key, entry, seconds, tid)
+        return tid
+
+    def _keep(self, key: bytes, entry: tuple, seconds: float, tid: int) -> None:
+        """Puts a result in the memo; marks its record's pointers shared if kept."""
+        rec = self.st.records[tid]
+        rec.shared = self.memo.put(key, entry, seconds)
         if rec.shared:
             self._memo_tid[key] = tid
         for old in self.memo.take_unused():      # dropped unreused: pointers its own
             self.st.records[self._memo_tid.pop(old)].shared = False
-        return tid
+
+    def _pinned(self) -> set[int]:
+        """Ids of the pointer arrays the memo and the pending results hold."""
+        ids = self.memo.pointer_ids()
+        ids.update(id(b) for (_, bp, _), *_ in self._pending.values() for b in bp)
+        return ids
+
+    def _settle(self) -> None:
+        """At the end of an elimination: forgets the memo's large results that no later
+        reduction can ask for (``Store.can_recur``: their inputs are gone, and no live
+        table can make them again; on PaSE's Transformer at 64 devices, the encoders'
+        and decoders' self-attention once the last of them is eliminated, several GiB),
+        then keeps this elimination's large results that a later one may ask for (those
+        carrying the layer's own frontier never come again, and would have pushed
+        reusable ones out). Neither changes a result: only what is remembered."""
+        if FORGET_MIN_BYTES is None:
+            return
+        cache: dict[bytes, bool] = {}
+        can_recur = lambda key: self.st.can_recur(key, cache)    # noqa: E731
+        if self.memo.bytes:
+            self.memo.forget(can_recur, FORGET_MIN_BYTES)
+        pending, self._pending = self._pending, {}
+        for key, (entry, seconds, tid, hits) in pending.items():
+            if can_recur(key):
+                self._keep(key, entry, seconds, tid)
+                for _ in range(hits if key in self.memo else 0):
+                    self.memo.get(key)           # the reuses it had while pending
+            elif not hits:                       # else other records share its pointers
+                self.st.records[tid].shared = False
+        for old in self.memo.take_unused():      # forgotten unreused: pointers its own
+            self.st.records[self._memo_tid.pop(old)].shared = False
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:
         """The inputs of one product, thinned when it would be too big.
@@ -220,6 +273,7 @@ class Work:
         ``(perf_counter, candidates)`` taken when it began, ``out`` the points made."""
         self.tally.steps.append((time.perf_counter() - start[0], kind, nodes,
                                  self.tally.candidates - start[1], out))
+        self._settle()
         release_kept_memory()        # what the step freed, if much (``_memory``)
 
     def _start(self) -> tuple[float, int]:

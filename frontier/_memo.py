@@ -47,24 +47,35 @@ Small results are kept too: a ResNet's or Inception's repeated blocks are many s
 eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
 from 30.1 to 21.5 CPU seconds).
 
+Results no reduction can ask for again are forgotten (``forget``): ``Work`` asks the
+``Store`` after each elimination (``Store.can_recur``: no live table, nor any table
+that live ones can still make, has the fingerprint of one of its inputs) for every
+result of ``_eliminate.FORGET_MIN_BYTES`` (16 MiB) or more, and puts such a result of
+the elimination just run only if it can come again. GreedyDual credit had kept PaSE's
+Transformer's self-attention results at 64 devices (88M and 46M points, reused by
+every layer) to the end of the search, after the last layer that could use them, and
+a new result that carries its layer's own frontier (never asked for again) pushed
+reusable ones out.
+
 Usage::
 
     key = fingerprint("combine", st.fp[a], st.fp[b], Shape(W, K, P), budget)
     hit = memo.get(key)                 # (table, back pointers, gap) or None
     memo.put(key, (table, bp, gap), seconds)      # seconds: what computing it took
+    memo.forget(store.can_recur, min_bytes)       # drops what cannot come again
 """
 
 from __future__ import annotations
 
 import hashlib
 import heapq
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from frontier._table import Table
 
-__all__ = ["Memo", "fingerprint", "table_fingerprint", "memo_budget", "MEMO_BYTES",
+__all__ = ["Memo", "entry_bytes", "fingerprint", "table_fingerprint", "memo_budget", "MEMO_BYTES",
            "MEMO_SHARE", "MEMO_FALLBACK_BYTES"]
 
 MEMO_BYTES: Optional[int] = None   # a fixed budget (bytes of values + pointers), if set
@@ -103,7 +114,7 @@ def table_fingerprint(t: Table, *extra) -> bytes:
     return fingerprint("table", t.mem, t.time, t.off, t.radius, *extra)
 
 
-def _nbytes(entry) -> int:
+def entry_bytes(entry) -> int:
     table, bp, _ = entry
     return (table.mem.nbytes + table.time.nbytes + table.off.nbytes
             + (0 if table.radius is None else table.radius.nbytes)
@@ -148,6 +159,7 @@ class Memo:
         self.aging = 0.0                         # L: the credit last evicted
         self.bytes = 0
         self.evictions = 0
+        self.forgotten = 0                       # entries ``forget`` dropped
 
     def _rate(self, key: bytes) -> None:
         self._order += 1
@@ -182,10 +194,28 @@ class Memo:
         keys, self._unused = self._unused, []
         return keys
 
+    def _drop(self, key: bytes) -> None:
+        del self._entries[key], self._worth[key], self._credit[key]
+        if not self._uses.pop(key):
+            self._unused.append(key)
+        self.bytes -= self._sizes.pop(key)
+
+    def forget(self, can_recur: Callable[[bytes], bool], min_bytes: int = 0) -> int:
+        """Drops every entry of at least ``min_bytes`` whose key ``can_recur(key)`` says
+        no reduction can ask for again (``Store.can_recur``); returns the bytes dropped.
+        Their credit does not age the others (``aging`` stays): they go for what they
+        are, not for what the others are worth."""
+        dead = [k for k, size in self._sizes.items() if size >= min_bytes and not can_recur(k)]
+        before = self.bytes
+        for key in dead:
+            self._drop(key)
+        self.forgotten += len(dead)
+        return before - self.bytes
+
     def put(self, key: bytes, entry: tuple, seconds: float = 0.0) -> bool:
         """Keeps ``entry`` = (table, back pointers, gap), which took ``seconds`` to
         compute, under ``key`` if it fits in the budget; says whether it did."""
-        size = _nbytes(entry)
+        size = entry_bytes(entry)
         if size > self.max_bytes or key in self._entries:
             return False
         while self.bytes + size > self.max_bytes:    # make room: least credit first
@@ -193,10 +223,7 @@ class Memo:
             if self._credit.get(old) != (credit, order):
                 continue                              # stale: renewed or dropped
             self.aging = credit
-            del self._entries[old], self._worth[old], self._credit[old]
-            if not self._uses.pop(old):
-                self._unused.append(old)
-            self.bytes -= self._sizes.pop(old)
+            self._drop(old)
             self.evictions += 1
         self._entries[key] = entry
         self._sizes[key] = size

@@ -17,6 +17,15 @@ Usage::
     st.summed[t3]       # g + the gaps of t3's ancestors: a bound summed over reductions
     cfg, alt = st.unroll(t2, np.arange(n))         # (n, num_nodes), (n, num_edges)
     st.collect()        # frees pointers no live table needs (also runs by itself)
+    st.can_recur(key)   # False: no table that can still be made asks for key again
+
+Every fingerprint of a derived table is remembered with its parents' (``derivation``),
+and the tables alive now are counted by fingerprint, so ``obtainable`` tells whether a
+table of a given fingerprint is alive or can be made again from live tables by the
+reductions that made it first: a reduction's inputs are live tables or reductions of
+them, and a derived fingerprint hashes its operation and its parents' fingerprints, so
+a table of a fingerprint that no live table's derivation can reach is never made
+again (``_memo``'s results for such keys are dead weight: ``Work`` forgets them).
 
 Each original node and edge is one leaf of exactly one derivation tree, so ``lower`` of
 the final table is at least the sum of every node's and edge's least time, and no
@@ -98,6 +107,10 @@ class Store:
         # Ids of pointer arrays held outside the Store (``Work`` sets it: the memo's),
         # which renumbering a record cannot free (``collect``).
         self.pinned: Callable[[], set[int]] = set
+        self._live: dict[bytes, int] = {}          # live tables (values kept) by fingerprint
+        # The parents' fingerprints of every derived table's fingerprint (the records'
+        # parents are emptied by ``collect``; this is small: 16 bytes a fingerprint).
+        self.derivation: dict[bytes, tuple[bytes, ...]] = {}
 
     def _add(self, table: Table, rec: _Record, lower: float, fp: bytes,
              gap: float = 0.0) -> int:
@@ -107,6 +120,9 @@ class Store:
         self.lower.append(lower)
         self.summed.append(gap + sum(self.summed[p] for p in rec.parents))
         self.npoints.append(table.npoints)
+        self._live[fp] = self._live.get(fp, 0) + 1
+        if rec.kind == "derived":
+            self.derivation.setdefault(fp, tuple(self.fp[p] for p in rec.parents))
         # Shared arrays count once: a reused result's were counted when first held,
         # unless every record holding them was renumbered since (the memo kept them).
         self.bytes += sum(b.nbytes for b in rec.bp if id(b) not in self._held)
@@ -274,7 +290,54 @@ class Store:
 
     def drop(self, tid: int) -> None:
         """Frees the values of a table nobody will read again (back pointers stay)."""
+        if self.tables[tid] is None:
+            return
         self.tables[tid] = None
+        fp = self.fp[tid]
+        if self._live[fp] == 1:
+            del self._live[fp]
+        else:
+            self._live[fp] -= 1
+
+    def obtainable(self, fp: bytes, cache: Optional[dict[bytes, bool]] = None) -> bool:
+        """Whether a table of fingerprint ``fp`` is live, or can be made again from live
+        tables by the reductions its derivation records (every parent obtainable). A
+        leaf is obtainable only while live. ``cache`` carries answers between calls
+        while no table is added or dropped."""
+        cache = {} if cache is None else cache
+        stack = [fp]
+        while stack:                  # depth first, without recursion: LDP's chains of
+            f = stack[-1]             # folds are thousands of tables deep
+            if f in cache:
+                stack.pop()
+                continue
+            if f in self._live:
+                cache[f] = True
+                stack.pop()
+                continue
+            parents = self.derivation.get(f, ())
+            answer: Optional[bool] = bool(parents)
+            for p in parents:
+                known = cache.get(p)
+                if known is None:
+                    stack.append(p)   # answer it first, then come back to f
+                    answer = None
+                    break
+                if not known:
+                    answer = False
+                    break
+            if answer is not None:
+                cache[f] = answer
+                stack.pop()
+        return cache[fp]
+
+    def can_recur(self, key: bytes, cache: Optional[dict[bytes, bool]] = None) -> bool:
+        """Whether a reduction keyed ``key`` (a derived table's fingerprint) can be asked
+        for again: all its parents' fingerprints are ``obtainable``. False for a key no
+        table was derived under."""
+        cache = {} if cache is None else cache
+        parents = self.derivation.get(key)
+        return parents is not None and all(self.obtainable(p, cache) for p in parents)
 
     def unroll(self, tid: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Configurations and edge alternatives of points ``idx`` of table ``tid``.

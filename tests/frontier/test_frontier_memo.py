@@ -104,7 +104,7 @@ def test_memo_budget_is_a_share_of_available_memory(monkeypatch):
     m = Memo()
     assert m.max_bytes == 4 * 2 ** 30
     big = _huge_entry(118_000_000)                  # 118M * 28 bytes: 3.3 GB
-    assert 3 * 2 ** 30 < memo._nbytes(big) < 4 * 2 ** 30
+    assert 3 * 2 ** 30 < memo.entry_bytes(big) < 4 * 2 ** 30
     assert m.put(b"attention", big, seconds=120.0)
     assert m.get(b"attention") is big
     monkeypatch.setattr(memo, "available_bytes", lambda: None, raising=False)
@@ -127,7 +127,7 @@ def test_memo_drops_quick_results_before_slow_ones_and_ages_them_out():
     """GreedyDual: the least credit (seconds it took times its uses, plus the aging L)
     goes first, not the least recent; a new result is always kept; a slow result no
     longer used still leaves in the end."""
-    size = memo._nbytes(_entry(20))
+    size = memo.entry_bytes(_entry(20))
     m = Memo(max_bytes=2 * size)
     assert m.put(b"slow", _entry(20), seconds=3.0)   # credit 3
     assert m.put(b"quick1", _entry(20), seconds=1.0)     # credit 1
@@ -150,7 +150,7 @@ def test_memo_keeps_a_result_reused_every_layer_over_quicker_ones_recomputed():
     seconds in all are put and dropped: its credit grows with its reuses, so it stays
     (by seconds alone it went in the third layer and every later one computed it
     again)."""
-    size = memo._nbytes(_entry(20))
+    size = memo.entry_bytes(_entry(20))
     m = Memo(max_bytes=3 * size)
     assert m.put(b"slow", _entry(20), seconds=4.0)
     for layer in range(8):
@@ -163,7 +163,7 @@ def test_memo_keeps_a_result_reused_every_layer_over_quicker_ones_recomputed():
 def test_memo_keeps_the_slower_result_whatever_its_bytes():
     """The credit is seconds, not seconds per byte: a large result that took 3 s stays
     over a small one that took 2 s (per byte the large one would go first)."""
-    big, small = memo._nbytes(_entry(40)), memo._nbytes(_entry(20))
+    big, small = memo.entry_bytes(_entry(40)), memo.entry_bytes(_entry(20))
     m = Memo(max_bytes=big + small)
     assert m.put(b"big", _entry(40), seconds=3.0)
     assert m.put(b"small", _entry(20), seconds=2.0)
@@ -172,7 +172,7 @@ def test_memo_keeps_the_slower_result_whatever_its_bytes():
 
 
 def test_memo_without_seconds_is_least_recently_used():
-    size = memo._nbytes(_entry(20))
+    size = memo.entry_bytes(_entry(20))
     m = Memo(max_bytes=2 * size)
     m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
     m.get(b"a")
@@ -181,7 +181,7 @@ def test_memo_without_seconds_is_least_recently_used():
 
 
 def test_memo_reports_results_dropped_unused():
-    m = Memo(max_bytes=2 * memo._nbytes(_entry(20)))
+    m = Memo(max_bytes=2 * memo.entry_bytes(_entry(20)))
     m.put(b"a", _entry(20)); m.put(b"b", _entry(20))
     m.get(b"a")
     m.put(b"c", _entry(20))                           # drops b, never reused
@@ -374,3 +374,112 @@ def test_collect_frees_a_result_the_memo_dropped_after_reuse():
     assert all(b is not pick for rec in st.records for b in rec.bp)
     np.testing.assert_array_equal(st.unroll(top, np.arange(3))[0], before[0])
     np.testing.assert_array_equal(before[0][:, 0], pick[[5, 1999, 700]])
+
+
+def test_store_tells_which_reductions_can_be_asked_for_again():
+    """Two layers with the same leaves (the same fingerprints): a reduction of layer 0's
+    leaves can come again while layer 1's are live, or while a live table has the
+    fingerprint of its inputs; not once nothing live can make them."""
+    from frontier._store import Store
+    st = Store(num_nodes=4, num_edges=0)
+    leaf = lambda v: st.leaf_node(v, Table(np.arange(3.0) + v, -np.arange(3.0),  # noqa: E731
+                                           np.arange(4)))
+    a0, b0, a1, b1 = leaf(0), leaf(1), leaf(0), leaf(1)
+    assert st.fp[a0] == st.fp[a1] != st.fp[b0]
+    one = Table(np.zeros(1), np.zeros(1), np.array([0, 1]))
+    ix = (np.zeros(1, np.uint8),)
+    p0 = st.derived(one, (a0, b0), ix * 2, b"prod")
+    q0 = st.derived(one, (p0,), ix, b"fold")
+    for t in (a0, b0, p0, q0):
+        st.drop(t)
+    st.drop(a0)                                  # twice: nothing more is counted off
+    assert st.can_recur(b"prod") and st.can_recur(b"fold")    # from layer 1's leaves
+    assert st.obtainable(b"prod") and not st.can_recur(b"other")
+    p1 = st.derived(one, (a1, b1), ix * 2, b"prod")
+    st.drop(a1)
+    assert not st.can_recur(b"prod")             # b0's twin b1 is live, a's are gone
+    assert st.can_recur(b"fold")                 # p1 has the fingerprint it needs
+    st.drop(p1)
+    cache: dict = {}
+    assert not st.can_recur(b"fold", cache) and not st.can_recur(b"prod", cache)
+    assert st.obtainable(st.fp[b1]) and not st.obtainable(st.fp[a0])
+
+
+def test_deep_derivations_are_checked_without_recursion():
+    """LDP folds chains thousands of tables deep; ``obtainable`` walks them by a stack."""
+    from frontier._store import Store
+    st = Store(num_nodes=1, num_edges=0)
+    t = st.leaf_node(0, Table(np.zeros(1), np.zeros(1), np.array([0, 1])))
+    one = Table(np.zeros(1), np.zeros(1), np.array([0, 1]))
+    for i in range(5000):
+        nxt = st.derived(one, (t,), (np.zeros(1, np.uint8),), b"fold%d" % i)
+        st.drop(t)
+        t = nxt
+    st.drop(t)
+    assert not st.can_recur(b"fold4999")
+    st.leaf_node(0, Table(np.zeros(1), np.zeros(1), np.array([0, 1])))  # the leaf again
+    assert st.can_recur(b"fold4999")
+
+
+def test_memo_forgets_what_cannot_come_again():
+    size = memo.entry_bytes(_entry(20))
+    m = Memo(max_bytes=10 * size)
+    for key in (b"a", b"b", b"c"):
+        m.put(key, _entry(20), seconds=1.0)
+    m.put(b"small", _entry(2), seconds=1.0)
+    m.get(b"b")
+    aging = m.aging
+    dead = {b"a", b"b", b"small"}
+    assert m.forget(lambda k: k not in dead, min_bytes=size) == 2 * size
+    assert b"a" not in m and b"b" not in m and b"c" in m
+    assert b"small" in m                         # below min_bytes: not even asked
+    assert m.forgotten == 2 and m.evictions == 0 and m.aging == aging
+    assert m.take_unused() == [b"a"]             # b was reused: its pointers stay shared
+    assert m.bytes == size + memo.entry_bytes(_entry(2))
+
+
+@pytest.mark.parametrize("shape", ["transformer", "residual"])
+@pytest.mark.parametrize("kw", [{}, {"epsilon": 0.05}, {"method": "elimination"}],
+                         ids=["exact", "eps", "elimination"])
+def test_results_that_cannot_come_again_are_not_remembered(shape, kw, monkeypatch):
+    """With room for everything, forgetting changes neither the frontier nor the hits
+    (a forgotten result was never to be asked for) and the memo ends empty; without
+    forgetting it ends holding every result."""
+    import frontier._eliminate as eliminate
+    made = []
+
+    class Spy(Memo):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(eliminate, "Memo", Spy)
+    g = model_graph(shape, n=60, k=8, seed=1)
+    monkeypatch.setattr(eliminate, "FORGET_MIN_BYTES", None)
+    ref = _track(g, monkeypatch, 2 ** 30, **kw)
+    kept = made[-1].bytes
+    monkeypatch.setattr(eliminate, "FORGET_MIN_BYTES", 0)
+    got = _track(g, monkeypatch, 2 ** 30, **kw)
+    assert got.stats.memo_hits == ref.stats.memo_hits > 0
+    assert kept > 0 and made[-1].bytes == 0 and made[-1].forgotten > 0
+    assert got.points == ref.points
+    np.testing.assert_array_equal(got.radii, ref.radii)
+    np.testing.assert_array_equal(got.node_configs, ref.node_configs)
+    np.testing.assert_array_equal(got.edge_alternatives, ref.edge_alternatives)
+
+
+@pytest.mark.parametrize("shape", ["transformer", "residual"])
+def test_a_tight_memo_keeps_what_can_come_again(shape, monkeypatch):
+    """A budget smaller than one layer's results: results that cannot come again no
+    longer push reusable ones out, so more are reused, and the frontier is the same."""
+    import frontier._eliminate as eliminate
+    g = model_graph(shape, n=60, k=8, seed=3)
+    monkeypatch.setattr(eliminate, "FORGET_MIN_BYTES", None)
+    ref = _track(g, monkeypatch, 2 ** 15, epsilon=0.1)
+    monkeypatch.setattr(eliminate, "FORGET_MIN_BYTES", 0)
+    got = _track(g, monkeypatch, 2 ** 15, epsilon=0.1)
+    assert got.stats.memo_hits > ref.stats.memo_hits
+    assert got.stats.candidates <= ref.stats.candidates
+    assert got.points == ref.points
+    np.testing.assert_array_equal(got.radii, ref.radii)
+    np.testing.assert_array_equal(got.node_configs, ref.node_configs)
