@@ -46,7 +46,7 @@ from frontier.stats import Tally
 __all__ = ["Work", "Options", "Heuristic", "Chain", "FORGET_MIN_BYTES"]
 
 #: Results of at least this many bytes (values and back pointers) are kept by the memo
-#: only while a later reduction can ask for them (``Work._settle``); smaller ones are
+#: only while a later reduction can ask for them (``Work._forget``); smaller ones are
 #: kept as before (checking each would cost more than they hold). None: all as before.
 FORGET_MIN_BYTES: Optional[int] = 16 * 2 ** 20
 
@@ -88,11 +88,7 @@ class Work:
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
         self.memo = Memo()                           # results of repeated products
         self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
-        # Large results of the elimination under way, put in the memo when it ends if
-        # a later one can still ask for them (``_settle``): key -> [entry, seconds,
-        # its record, reuses within the elimination].
-        self._pending: dict[bytes, list] = {}
-        store.pinned = self._pinned                  # what the collector cannot free
+        store.pinned = self.memo.pointer_ids         # what the collector cannot free
         self._wid = -1
         for v in order:
             c = graph.node_costs(v)
@@ -136,9 +132,6 @@ class Work:
         registered again instead (the same values and pointers, shared)."""
         key = fingerprint(op, params, *(self.st.fp[p] for p in parents))
         hit = self.memo.get(key)
-        if hit is None and key in self._pending:
-            hit = self._pending[key][0]
-            self._pending[key][3] += 1
         if hit is not None:
             table, bp, gap = hit
             self.tally.memo_hits += 1
@@ -150,52 +143,37 @@ class Work:
         tid = self.st.derived(table, parents, bp, key, gap=gap)
         rec = self.st.records[tid]
         entry = (table, rec.bp, gap)
-        if FORGET_MIN_BYTES is not None and entry_bytes(entry) >= FORGET_MIN_BYTES:
-            self._pending[key] = [entry, seconds, tid, 0]  # ``_settle`` decides
-            rec.shared = True
-            return tid
-        self._keep(key, entry, seconds, tid)
-        return tid
-
-    def _keep(self, key: bytes, entry: tuple, seconds: float, tid: int) -> None:
-        """Puts a result in the memo; marks its record's pointers shared if kept."""
-        rec = self.st.records[tid]
+        size = entry_bytes(entry)
+        if FORGET_MIN_BYTES is not None and size >= FORGET_MIN_BYTES:
+            # The parents are the elimination's to consume: a result no table left
+            # after it can ask for again is not kept (``_forget``).
+            if not self.st.can_recur(key, consumed=parents):
+                return tid
+            if self.memo.bytes + size > self.memo.max_bytes:
+                self._forget()                   # room from the dead first
         rec.shared = self.memo.put(key, entry, seconds)
         if rec.shared:
             self._memo_tid[key] = tid
+        self._unshare_unused()
+        return tid
+
+    def _unshare_unused(self) -> None:
         for old in self.memo.take_unused():      # dropped unreused: pointers its own
             self.st.records[self._memo_tid.pop(old)].shared = False
 
-    def _pinned(self) -> set[int]:
-        """Ids of the pointer arrays the memo and the pending results hold."""
-        ids = self.memo.pointer_ids()
-        ids.update(id(b) for (_, bp, _), *_ in self._pending.values() for b in bp)
-        return ids
-
-    def _settle(self) -> None:
-        """At the end of an elimination: forgets the memo's large results that no later
-        reduction can ask for (``Store.can_recur``: their inputs are gone, and no live
-        table can make them again; on PaSE's Transformer at 64 devices, the encoders'
-        and decoders' self-attention once the last of them is eliminated, several GiB),
-        then keeps this elimination's large results that a later one may ask for (those
-        carrying the layer's own frontier never come again, and would have pushed
-        reusable ones out). Neither changes a result: only what is remembered."""
-        if FORGET_MIN_BYTES is None:
+    def _forget(self) -> None:
+        """Forgets the memo's results of ``FORGET_MIN_BYTES`` or more that no reduction
+        can ask for again (``Store.can_recur``: no live table has, or can still make,
+        the fingerprint of one of their inputs). Runs after every elimination, and
+        before a result is put in a full memo. On PaSE's Transformer at 64 devices the
+        self-attention results (88M and 46M points), which GreedyDual credit kept to
+        the end, go once the last layer that can use them is eliminated. Changes no
+        result, only what is remembered."""
+        if FORGET_MIN_BYTES is None or not self.memo.bytes:
             return
         cache: dict[bytes, bool] = {}
-        can_recur = lambda key: self.st.can_recur(key, cache)    # noqa: E731
-        if self.memo.bytes:
-            self.memo.forget(can_recur, FORGET_MIN_BYTES)
-        pending, self._pending = self._pending, {}
-        for key, (entry, seconds, tid, hits) in pending.items():
-            if can_recur(key):
-                self._keep(key, entry, seconds, tid)
-                for _ in range(hits if key in self.memo else 0):
-                    self.memo.get(key)           # the reuses it had while pending
-            elif not hits:                       # else other records share its pointers
-                self.st.records[tid].shared = False
-        for old in self.memo.take_unused():      # forgotten unreused: pointers its own
-            self.st.records[self._memo_tid.pop(old)].shared = False
+        self.memo.forget(lambda key: self.st.can_recur(key, cache), FORGET_MIN_BYTES)
+        self._unshare_unused()
 
     def capped(self, tids: tuple[int, ...], estimate: Callable[..., float]) -> tuple[int, ...]:
         """The inputs of one product, thinned when it would be too big.
@@ -273,7 +251,7 @@ class Work:
         ``(perf_counter, candidates)`` taken when it began, ``out`` the points made."""
         self.tally.steps.append((time.perf_counter() - start[0], kind, nodes,
                                  self.tally.candidates - start[1], out))
-        self._settle()
+        self._forget()               # results no later step can ask for (``_memo``)
         release_kept_memory()        # what the step freed, if much (``_memory``)
 
     def _start(self) -> tuple[float, int]:

@@ -47,15 +47,16 @@ Small results are kept too: a ResNet's or Inception's repeated blocks are many s
 eliminations (on PaSE's resnet101 at 16 devices, 2,400 reused results take tracking
 from 30.1 to 21.5 CPU seconds).
 
-Results no reduction can ask for again are forgotten (``forget``): ``Work`` asks the
-``Store`` after each elimination (``Store.can_recur``: no live table, nor any table
-that live ones can still make, has the fingerprint of one of its inputs) for every
-result of ``_eliminate.FORGET_MIN_BYTES`` (16 MiB) or more, and puts such a result of
-the elimination just run only if it can come again. GreedyDual credit had kept PaSE's
+Results no reduction can ask for again are forgotten (``forget``): after each
+elimination, and before a result is put in a full memo, ``Work`` asks the ``Store``
+(``Store.can_recur``: no live table, nor any table live ones can still make, has the
+fingerprint of one of its inputs) about every result of ``_eliminate.FORGET_MIN_BYTES``
+(16 MiB) or more, and a new result that large is put only if it can come again once
+its elimination has consumed its inputs. GreedyDual credit had kept PaSE's
 Transformer's self-attention results at 64 devices (88M and 46M points, reused by
-every layer) to the end of the search, after the last layer that could use them, and
-a new result that carries its layer's own frontier (never asked for again) pushed
-reusable ones out.
+every layer) to the end of the search, long after the last layer that could use
+them, and a new result that carries its layer's own frontier (never asked for again)
+pushed reusable ones out.
 
 Usage::
 

@@ -311,7 +311,7 @@ class Store:
             if f in cache:
                 stack.pop()
                 continue
-            if f in self._live:
+            if self._live.get(f, 0) > 0:
                 cache[f] = True
                 stack.pop()
                 continue
@@ -331,13 +331,27 @@ class Store:
                 stack.pop()
         return cache[fp]
 
-    def can_recur(self, key: bytes, cache: Optional[dict[bytes, bool]] = None) -> bool:
+    def can_recur(self, key: bytes, cache: Optional[dict[bytes, bool]] = None,
+                  consumed: tuple[int, ...] = ()) -> bool:
         """Whether a reduction keyed ``key`` (a derived table's fingerprint) can be asked
         for again: all its parents' fingerprints are ``obtainable``. False for a key no
-        table was derived under."""
-        cache = {} if cache is None else cache
+        table was derived under. ``consumed``: live tables to count as gone (the inputs
+        of the elimination under way); ``cache`` is then not used."""
         parents = self.derivation.get(key)
-        return parents is not None and all(self.obtainable(p, cache) for p in parents)
+        if parents is None:
+            return False
+        gone = [self.fp[t] for t in consumed if self.tables[t] is not None]
+        if not gone:
+            cache = {} if cache is None else cache
+            return all(self.obtainable(p, cache) for p in parents)
+        for fp in gone:
+            self._live[fp] -= 1
+        try:
+            cache = {}
+            return all(self.obtainable(p, cache) for p in parents)
+        finally:
+            for fp in gone:
+                self._live[fp] += 1
 
     def unroll(self, tid: int, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Configurations and edge alternatives of points ``idx`` of table ``tid``.

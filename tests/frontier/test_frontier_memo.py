@@ -471,8 +471,16 @@ def test_results_that_cannot_come_again_are_not_remembered(shape, kw, monkeypatc
 @pytest.mark.parametrize("shape", ["transformer", "residual"])
 def test_a_tight_memo_keeps_what_can_come_again(shape, monkeypatch):
     """A budget smaller than one layer's results: results that cannot come again no
-    longer push reusable ones out, so more are reused, and the frontier is the same."""
+    longer push reusable ones out, so more are reused, and the frontier is the same.
+    (A clock that ticks once a call makes GreedyDual's seconds, and so the runs,
+    repeatable.)"""
+    import itertools
+    import types
+
     import frontier._eliminate as eliminate
+    ticks = itertools.count()
+    monkeypatch.setattr(eliminate, "time",
+                        types.SimpleNamespace(perf_counter=lambda: float(next(ticks))))
     g = model_graph(shape, n=60, k=8, seed=3)
     monkeypatch.setattr(eliminate, "FORGET_MIN_BYTES", None)
     ref = _track(g, monkeypatch, 2 ** 15, epsilon=0.1)
