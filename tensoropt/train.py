@@ -86,12 +86,8 @@ class Optimizer:
         Raises:
             ValueError: as ``minimize``.
         """
-        reachable = _variables_reaching(_check_loss("compute_gradients", loss))
-        variables = _var_list("compute_gradients", loss, var_list or get_default_graph().trainable_variables,
-                              reachable)
-        if not any(v in reachable for v in variables):
-            raise ValueError(f"compute_gradients: no variable of var_list reaches the loss {loss.name}")
-        return [(Gradient(v, loss) if v in reachable else None, v) for v in variables]
+        return _gradients_of("compute_gradients", "var_list", loss,
+                             var_list or get_default_graph().trainable_variables)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None) -> TrainStep:
         """Records the training step that applies ``compute_gradients``' gradients, clipped
@@ -161,16 +157,26 @@ def gradients(ys, xs, grad_ys=None, name="gradients", **unused) -> list:
         ys = ys[0]
     if grad_ys is not None:
         raise ValueError(f"{f}: grad_ys is not supported; differentiate a scalar loss")
-    loss = _check_loss(f, ys)
     xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     wrong = [x for x in xs if not isinstance(x, Variable)]
     if wrong:
         raise ValueError(f"{f}: {wrong[0]!r} is not a variable; TensorOpt gives the gradients of a loss with "
                          "respect to variables only (it builds the backward pass itself when it lowers a plan)")
-    reachable = _variables_reaching(loss)
-    if not any(x in reachable for x in xs):
-        raise ValueError(f"{f}: no variable of xs reaches the loss {loss.name}")
-    return [Gradient(x, loss) if x in reachable else None for x in xs]
+    return [g for g, _ in _gradients_of(f, "xs", ys, xs)]
+
+
+def _gradients_of(where: str, what: str, loss, variables) -> list:
+    """``[(gradient or None, variable)]`` of ``loss`` for ``variables`` (``what`` names
+    the argument that gave them in errors).
+
+    Raises:
+        ValueError: as ``_check_loss`` and ``_var_list``, or no variable reaches the loss.
+    """
+    reachable = _variables_reaching(_check_loss(where, loss))
+    variables = _var_list(where, loss, variables, reachable)
+    if not any(v in reachable for v in variables):
+        raise ValueError(f"{where}: no variable of {what} reaches the loss {loss.name}")
+    return [(Gradient(v, loss) if v in reachable else None, v) for v in variables]
 
 
 def _check_loss(where: str, loss) -> Tensor:
