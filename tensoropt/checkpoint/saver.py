@@ -128,7 +128,8 @@ class Saver:
         Raises:
             CheckpointError: a rank could not write (every rank raises; nothing changed).
         """
-        save_path, global_step = _without_session("save", (save_path, global_step, *tf1_rest))
+        args = _without_session("save", (save_path, global_step, *tf1_rest))
+        save_path, global_step = args[0], (args[1] if len(args) > 1 else None)
         state, comm, held = self._state("save")
         if isinstance(global_step, GlobalStep):
             global_step = int(session.run(global_step))
@@ -232,8 +233,7 @@ class Saver:
                 is missing or truncated, lacks a tensor, or has one of another shape or
                 dtype (the message names the file and the tensor).
         """
-        if tf1_rest:
-            save_path, _ = _without_session("restore", (save_path, *tf1_rest, None))
+        save_path, = _without_session("restore", (save_path, *tf1_rest))
         if save_path is None:
             raise CheckpointError("Saver.restore: no checkpoint (latest_checkpoint found none in "
                                   "that directory); save one first or pass its path")
@@ -268,21 +268,19 @@ class Saver:
 
 
 def _without_session(where: str, args: tuple) -> tuple:
-    """``(save_path, global_step)`` from ``Saver.save``'s or ``restore``'s positional
-    arguments, TensorFlow 1.x's leading session dropped when the first is not a path.
+    """``Saver.save``'s ``(save_path[, global_step])`` or ``restore``'s ``(save_path,)``
+    from their positional arguments, TensorFlow 1.x's leading session dropped when the
+    first is not a path and the second is.
 
     Raises:
-        ValueError: more arguments than a path and a global step, or no path.
+        ValueError: more arguments than that, or a first one that is not a path.
     """
-    args = list(args)
-    while len(args) > 2 and args[-1] is None:
-        args.pop()
-    if args and len(args) > 1 and not isinstance(args[0], (str, os.PathLike)) \
-            and isinstance(args[1], (str, os.PathLike)):
+    path = (str, os.PathLike)
+    if len(args) > 1 and not isinstance(args[0], path) and isinstance(args[1], path):
         args = args[1:]                 # tf.compat.v1: saver.save(sess, path, global_step)
-    if len(args) > 2 or (args and args[0] is not None and not isinstance(args[0], (str, os.PathLike))):
+    most = 2 if where == "save" else 1
+    if len(args) > most or (args[0] is not None and not isinstance(args[0], path)):
         raise ValueError(f"Saver.{where}: expected ({'save_path, global_step' if where == 'save' else 'save_path'}),"
                          f" or TensorFlow's (sess, save_path{', global_step' if where == 'save' else ''}); got "
                          f"{len(args)} arguments starting with {args[0]!r}")
-    return args[0], (args[1] if len(args) > 1 else None)
-
+    return args
