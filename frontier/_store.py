@@ -341,13 +341,10 @@ class Store:
         if parents is None:
             return False
         gone = [self.fp[t] for t in consumed if self.tables[t] is not None]
-        if not gone:
-            cache = {} if cache is None else cache
-            return all(self.obtainable(p, cache) for p in parents)
         for fp in gone:
             self._live[fp] -= 1
         try:
-            cache = {}
+            cache = {} if cache is None or gone else cache
             return all(self.obtainable(p, cache) for p in parents)
         finally:
             for fp in gone:

@@ -102,11 +102,17 @@ def check_search_options(threads: int = 1, epsilon: Optional[float] = None,
                          "leave relative out")
 
 
+def _one_rule(heuristic: Any) -> bool:
+    """Whether ``heuristic`` is shaped as one rule (a name, or ``("weighted", w)``)."""
+    return heuristic in ("min_memory", "min_time") or (
+        isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted")
+
+
 def _check_rule(heuristic: Any) -> Any:
     if heuristic in ("min_memory", "min_time"):
         return heuristic
-    if (isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted"
-            and isinstance(heuristic[1], (int, float)) and 0.0 <= heuristic[1] <= 1.0):
+    if (_one_rule(heuristic) and isinstance(heuristic[1], (int, float))
+            and 0.0 <= heuristic[1] <= 1.0):
         return ("weighted", float(heuristic[1]))
     raise ValueError(f"unknown heuristic {heuristic!r}; expected 'min_memory', "
                      "'min_time' or ('weighted', w) with 0 <= w <= 1 (the weight of "
@@ -120,9 +126,7 @@ def heuristic_rules(heuristic: Any) -> list:
     Raises:
         ValueError: naming the rule that is not valid, and what would be.
     """
-    one = heuristic in ("min_memory", "min_time") or (
-        isinstance(heuristic, tuple) and len(heuristic) == 2 and heuristic[0] == "weighted")
-    if one or not isinstance(heuristic, (list, tuple)):
+    if _one_rule(heuristic) or not isinstance(heuristic, (list, tuple)):
         return [_check_rule(heuristic)]
     if not heuristic:
         raise ValueError("heuristic: an empty list of rules; give at least one, e.g. "
