@@ -355,23 +355,27 @@ class Store:
 
         Returns:
             ``(cfg, alt)``: int arrays of shape (len(idx), num_nodes) and
-            (len(idx), num_edges); -1 where a node or edge is not reached.
+            (len(idx), num_edges); -1 where a node or edge is not reached. Both are
+            column-major (transposed views of node-major arrays): each node or edge is
+            written as one contiguous row, where writing a column of a row-major array
+            touched one cache line per point (PaSE's InceptionV3 at 16 devices: 67,660
+            points by 3,868 columns took 7.5 s, most of the search's last phase).
         """
         n = len(idx)
         # int32: a paper-scale frontier has 10^5 points over thousands of nodes and edges.
-        cfg = np.full((n, self.num_nodes), -1, dtype=np.int32)
-        alt = np.full((n, self.num_edges), -1, dtype=np.int32)
+        cfg = np.full((self.num_nodes, n), -1, dtype=np.int32)
+        alt = np.full((self.num_edges, n), -1, dtype=np.int32)
         stack = [(tid, np.asarray(idx, dtype=np.int64))]
         while stack:
             t, ix = stack.pop()
             rec = self.records[t]
             if rec.kind == "node":
-                assert np.all(cfg[:, rec.label] < 0), "node reached twice while unrolling"
-                cfg[:, rec.label] = ix
+                assert n == 0 or cfg[rec.label, 0] < 0, "node reached twice while unrolling"
+                cfg[rec.label] = ix
             elif rec.kind == "edge":
-                assert np.all(alt[:, rec.label] < 0), "edge reached twice while unrolling"
-                alt[:, rec.label] = rec.bp[0][ix]
+                assert n == 0 or alt[rec.label, 0] < 0, "edge reached twice while unrolling"
+                alt[rec.label] = rec.bp[0][ix]
             else:
                 for parent, b in zip(rec.parents, rec.bp):
-                    stack.append((parent, b[ix].astype(np.int64)))
-        return cfg, alt
+                    stack.append((parent, b[ix]))
+        return cfg.T, alt.T
