@@ -21,6 +21,7 @@ Usage::
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
@@ -143,6 +144,8 @@ def _chunks(spec: _Merge, threads: int) -> list[tuple[int, int]]:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}   # kept: starting threads per merge cost more
+# A forked child (``_forked``) has none of the pools' threads: it starts its own.
+os.register_at_fork(after_in_child=_POOLS.clear)
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:

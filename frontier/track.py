@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import time as _time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from frontier._eliminate import Options, Work
+from frontier._forked import ForkedRun, ForkedRunFailed, can_fork
 from frontier._ldp import finish
 from frontier._memory import kept_freed_memory
 from frontier._store import Store
@@ -188,8 +190,13 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             asked) and returns the Pareto union of the runs (``_union``): one rule
             fixes one configuration per node for the whole frontier, so ``min_memory``
             alone can miss the fast plans and ``min_time`` the small ones.
-            ``stats.heuristic_runs`` gives each run's rule, points, seconds and T; the
-            other statistics are the first run's, the seconds and bounds the union's.
+            With ``threads`` >= 2 the rules are tracked at once, the first in this
+            process and each other one in a forked process (``_forked``), the threads
+            shared out among them: about as long as the slowest run, but the memory of
+            all of them at the same time (pass threads=1 to track them one after
+            another). ``stats.heuristic_runs`` gives each run's rule, points, seconds
+            and T; the other statistics are the first run's, the seconds and bounds the
+            union's (``total_s`` its wall-clock seconds).
             ``time_lower_bound_s`` is the least of the runs' T (no strategy of any run
             beats it); with epsilon (not relative), a run whose bound passed e times that
             T is tracked again with epsilon scaled down to meet it
@@ -245,16 +252,56 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
                         relative)
     if graph.num_nodes == 0:
         raise ValueError("the graph has no nodes; add operators with add_node first")
-    runs = [_track_once(graph, method, threads, rules[0], epsilon, progress, max_candidates,
-                        relative)]
-    if runs[0].stats.heuristic_eliminations:
-        runs += [_track_once(graph, method, threads, rule, epsilon, None, max_candidates,
-                             relative) for rule in rules[1:]]
+    start = _time.perf_counter()
+    if len(rules) > 1 and threads >= 2 and can_fork():
+        runs = _rules_at_once(graph, method, threads, rules, epsilon, progress,
+                              max_candidates, relative)
+    else:
+        runs = [_track_once(graph, method, threads, rules[0], epsilon, progress,
+                            max_candidates, relative)]
+        if runs[0].stats.heuristic_eliminations:
+            runs += [_track_once(graph, method, threads, rule, epsilon, None, max_candidates,
+                                 relative) for rule in rules[1:]]
     if len(runs) == 1:
         return runs[0]
     if epsilon is not None and not relative:
         runs = _within_least_scale(graph, method, threads, rules, epsilon, max_candidates, runs)
-    return _union_of(runs, epsilon)
+    return _union_of(runs, epsilon, threads, _time.perf_counter() - start)
+
+
+def _rules_at_once(graph: CostGraph, method: str, threads: int, rules: list,
+                   epsilon: Optional[float], progress: Optional[Callable],
+                   max_candidates: Optional[int], relative: bool) -> list[TrackResult]:
+    """Every rule's run at once (``_forked``): the first here, each other one in a forked
+    child, ``threads`` shared out among them. The children are stopped, unread, when the
+    first run fixed no configuration (a rule is then never asked: one run is the
+    answer). A child that fails is run again here, one after another, with a warning:
+    a child killed for memory may fit alone."""
+    each = max(1, threads // len(rules))
+    children = [ForkedRun(lambda rule=rule: _track_once(graph, method, each, rule, epsilon,
+                                                        None, max_candidates, relative),
+                          label=f"the {rule!r} run") for rule in rules[1:]]
+    try:
+        first = _track_once(graph, method, threads - each * (len(rules) - 1), rules[0],
+                            epsilon, progress, max_candidates, relative)
+    except BaseException:
+        for child in children:
+            child.stop()
+        raise
+    if not first.stats.heuristic_eliminations:
+        for child in children:
+            child.stop()
+        return [first]
+    runs = [first]
+    for rule, child in zip(rules[1:], children):
+        try:
+            runs.append(child.result())
+        except ForkedRunFailed as err:
+            warnings.warn(f"{err}; tracking it again in this process", RuntimeWarning,
+                          stacklevel=3)
+            runs.append(_track_once(graph, method, threads, rule, epsilon, None,
+                                    max_candidates, relative))
+    return runs
 
 
 def _within_least_scale(graph: CostGraph, method: str, threads: int, rules: list, epsilon: float,
@@ -280,24 +327,27 @@ def _within_least_scale(graph: CostGraph, method: str, threads: int, rules: list
     return out
 
 
-def _union_of(runs: list[TrackResult], epsilon: Optional[float]) -> TrackResult:
+def _union_of(runs: list[TrackResult], epsilon: Optional[float], threads: int,
+              wall_s: float) -> TrackResult:
     """One result: the runs' Pareto union (``_union``), with the first run's statistics
-    but the union's points and bounds, ``epsilon`` as given, and every run's seconds
-    added up."""
+    but the union's points and bounds, ``epsilon`` and ``threads`` as given, the phases'
+    seconds added up over the runs and ``total_s`` the wall-clock seconds of them all
+    (``wall_s``: less than their sum where the runs went at once)."""
     points, cfg, alt, radii = pareto_union(
         [(r.points, r.node_configs, r.edge_alternatives, r.radii) for r in runs])
     first = runs[0].stats
     summed = {k: sum(getattr(r.stats, k) for r in runs)
-              for k in ("eliminate_s", "ldp_s", "unroll_s", "total_s", "candidates", "blocks")}
+              for k in ("eliminate_s", "ldp_s", "unroll_s", "candidates", "blocks")}
     stats = dataclasses.replace(
         first, heuristic=tuple(r.stats.heuristic for r in runs), epsilon=epsilon,
+        threads=int(threads),
         heuristic_runs=tuple((r.stats.heuristic, r.stats.num_points, r.stats.total_s,
                               r.stats.time_lower_bound_s, r.stats.epsilon) for r in runs),
         time_lower_bound_s=min(r.stats.time_lower_bound_s for r in runs),
         time_error_bound_s=float(radii.max()) if len(radii) else 0.0,
         relative_error_bound=_largest_share(radii, np.array([t for _, t in points])),
         summed_bound_s=max(r.stats.summed_bound_s for r in runs),
-        num_points=len(points),
+        num_points=len(points), total_s=wall_s,
         peak_pointer_bytes=max(r.stats.peak_pointer_bytes for r in runs), **summed)
     return TrackResult(points, stats, cfg, alt, radii)
 
