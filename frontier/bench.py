@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import resource
 import time
 from typing import Any, Callable, Optional
 
 from frontier._bench_graphs import HARD_GRAPHS, print_rows
 
-__all__ = ["main", "run_one", "run_in_child"]
+__all__ = ["main", "run_one", "run_in_child", "cpu_seconds", "peak_resident_gib"]
 
 
 def run_one(shape: str, n: int, k: int, method: str, threads: int, seed: int,
@@ -57,6 +58,24 @@ def _child(conn, args, fn) -> None:
         conn.send({"error": f"{type(err).__name__}: {err}"})
     finally:
         conn.close()
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have been waited for: a
+    search that tracks its heuristic rules at once (``track`` with threads >= 2) runs
+    all but the first in forked children, whose seconds ``time.process_time`` omits."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                         resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def peak_resident_gib() -> float:
+    """This process's peak resident memory plus the largest peak of its waited-for
+    children (GiB): with rules tracked at once in forked children, an upper bound on
+    what the search held at one time (its own peak alone leaves the children out)."""
+    own, children = (resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF,
+                                                                  resource.RUSAGE_CHILDREN))
+    return (own + children) / 2**20   # KiB on Linux
 
 
 def run_in_child(fn: Callable[..., dict], args: tuple, timeout: float,

@@ -22,9 +22,9 @@ Exits 1 if any check fails.
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 
+from frontier.bench import peak_resident_gib
 import tensoropt as to
 from tensoropt import models
 from tensoropt.cli.progress import progress_bar
@@ -52,10 +52,6 @@ def _frontier(model: str, devices: int, search: SearchOptions):
     return result, time.perf_counter() - start
 
 
-def _peak_rss_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
-
-
 def report(model: str, devices: int, search: SearchOptions) -> bool:
     result, seconds = _frontier(model, devices, search)
     plans, dp = result.plans, result.data_parallel_plan()
@@ -71,7 +67,8 @@ def report(model: str, devices: int, search: SearchOptions) -> bool:
           f"(network {dp.network_s:.4f} s, compute {dp.compute_s:.4f} s)")
     print(f"  {approximation_line(s['frontier'])}")
     print(f"  largest frontier cell {s['frontier'].max_cell_points} points; "
-          f"peak memory of this process so far {_peak_rss_gib():.1f} GiB", flush=True)
+          f"peak memory so far {peak_resident_gib():.1f} GiB "
+          "(this process, plus its largest forked rule run)", flush=True)
     mems = [m for m, _ in plans.points]
     times = [t for _, t in plans.points]
     ok = _check("non-empty and monotone", bool(plans) and mems == sorted(mems)

@@ -25,9 +25,9 @@ PaSE returns one point; this search returns the whole memory/time frontier.
 from __future__ import annotations
 
 import argparse
-import resource
 import time
 
+from frontier.bench import cpu_seconds, peak_resident_gib
 from frontier.bench import run_in_child as run_in_frontier_child
 from tensoropt.search.driver import SearchOptions
 
@@ -51,10 +51,10 @@ def run(model: str, devices: int, search: SearchOptions) -> dict:
 
     to.reset_default_graph()
     models.build(model, size="paper")
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), cpu_seconds()
     result = frontier_for(to.get_default_graph(), get_cluster("paper-v100x16"), devices,
                           search=search)
-    total, cpu = time.perf_counter() - start, time.process_time() - cpu
+    total, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     stats = result.stats
     plans = result.plans
     return {"model": model, "devices": devices, "pricing_s": stats["build_s"],
@@ -63,7 +63,7 @@ def run(model: str, devices: int, search: SearchOptions) -> dict:
             "relative_bound": (stats["frontier"].relative_error_bound
                                if stats["frontier"].relative else None),
             "heuristic": stats["frontier"].heuristic_eliminations,
-            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "peak_gib": peak_resident_gib(),
             "fastest_s": min(t for _, t in plans.points)}
 
 
