@@ -1,6 +1,7 @@
 """The benchmark runs end to end on tiny graphs and both methods agree."""
 
 import os
+import resource
 import signal
 import time
 
@@ -61,3 +62,28 @@ def test_run_in_child_reports_how_the_child_ended():
     assert bench.run_in_child(_exits, (), 60) == {"stopped": "exit 3"}
     with pytest.raises(RuntimeError, match="g.npz: ValueError: bad graph"):
         bench.run_in_child(_raises, (), 60, label="g.npz")
+
+
+def _burns_cpu_and_memory():
+    block = bytearray(300 * 2**20)          # touched: resident in the child only
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    end = time.process_time() + 0.5
+    while time.process_time() < end:
+        pass
+    return len(block)
+
+
+def test_cpu_and_peak_count_forked_children():
+    # a search that tracks rules at once spends CPU and memory in forked children, which
+    # time.process_time and this process's own peak leave out
+    from frontier._forked import ForkedRun
+
+    cpu, peak = bench.cpu_seconds(), bench.peak_resident_gib()
+    own_cpu = time.process_time()
+    assert ForkedRun(_burns_cpu_and_memory).result() == 300 * 2**20
+    assert bench.cpu_seconds() - cpu >= 0.45
+    assert time.process_time() - own_cpu < 0.3
+    own_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    assert bench.peak_resident_gib() - own_peak >= 300 / 1024    # the child's 300 MiB
+    assert bench.peak_resident_gib() >= peak
