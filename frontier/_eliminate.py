@@ -65,6 +65,7 @@ class Options:
     max_candidates: Optional[int] = None
     time_scale_s: float = 0.0        # T: the least time of any strategy
     progress: Optional[Callable[[int, int], None]] = None
+    memo_bytes: Optional[int] = None  # the memo's budget; None: ``_memo.memo_budget()``
 
 
 class Work:
@@ -86,7 +87,7 @@ class Work:
         self.tails: list[int] = []
         self.marking = True
         self.touched: set[int] = set(order)          # nodes whose edges changed (_degrees)
-        self.memo = Memo()                           # results of repeated products
+        self.memo = Memo(options.memo_bytes)         # results of repeated products
         self._memo_tid: dict[bytes, int] = {}        # memo key -> the record it came from
         store.pinned = self.memo.pointer_ids         # what the collector cannot free
         self._wid = -1

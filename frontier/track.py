@@ -27,6 +27,7 @@ import numpy as np
 from frontier._eliminate import Options, Work
 from frontier._forked import ForkedRun, ForkedRunFailed, can_fork
 from frontier._ldp import finish
+from frontier._memo import memo_budget
 from frontier._memory import kept_freed_memory
 from frontier._store import Store
 from frontier._structure import reduce_graph
@@ -192,9 +193,9 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             alone can miss the fast plans and ``min_time`` the small ones.
             With ``threads`` >= 2 the rules are tracked at once, the first in this
             process and each other one in a forked process (``_forked``), the threads
-            shared out among them: about as long as the slowest run, but the memory of
-            all of them at the same time (pass threads=1 to track them one after
-            another). ``stats.heuristic_runs`` gives each run's rule, points, seconds
+            shared out among them: about as long as the slowest run, but the tables of
+            all of them at the same time (their memos share one budget; pass threads=1
+            to track them one after another). ``stats.heuristic_runs`` gives each run's rule, points, seconds
             and T; the other statistics are the first run's, the seconds and bounds the
             union's (``total_s`` its wall-clock seconds).
             ``time_lower_bound_s`` is the least of the runs' T (no strategy of any run
@@ -273,17 +274,20 @@ def _rules_at_once(graph: CostGraph, method: str, threads: int, rules: list,
                    epsilon: Optional[float], progress: Optional[Callable],
                    max_candidates: Optional[int], relative: bool) -> list[TrackResult]:
     """Every rule's run at once (``_forked``): the first here, each other one in a forked
-    child, ``threads`` shared out among them. The children are stopped, unread, when the
+    child, ``threads`` and the memo's budget (``_memo.memo_budget``, a share of the memory
+    available) shared out among them, so that their memos together hold what one run's
+    would. The children are stopped, unread, when the
     first run fixed no configuration (a rule is then never asked: one run is the
     answer). A child that fails is run again here, one after another, with a warning:
     a child killed for memory may fit alone."""
     each = max(1, threads // len(rules))
+    memo = memo_budget() // len(rules)        # one run's budget, shared out
     children = [ForkedRun(lambda rule=rule: _track_once(graph, method, each, rule, epsilon,
-                                                        None, max_candidates, relative),
+                                                        None, max_candidates, relative, memo),
                           label=f"the {rule!r} run") for rule in rules[1:]]
     try:
         first = _track_once(graph, method, threads - each * (len(rules) - 1), rules[0],
-                            epsilon, progress, max_candidates, relative)
+                            epsilon, progress, max_candidates, relative, memo)
     except BaseException:
         for child in children:
             child.stop()
@@ -354,8 +358,10 @@ def _union_of(runs: list[TrackResult], epsilon: Optional[float], threads: int,
 
 def _track_once(graph: CostGraph, method: str, threads: int, heuristic: Any,
                 epsilon: Optional[float], progress: Optional[Callable[[int, int], None]],
-                max_candidates: Optional[int], relative: bool) -> TrackResult:
-    """One run of Frontier-Tracking with one heuristic rule (arguments checked)."""
+                max_candidates: Optional[int], relative: bool,
+                memo_bytes: Optional[int] = None) -> TrackResult:
+    """One run of Frontier-Tracking with one heuristic rule (arguments checked);
+    ``memo_bytes``: its memo's budget (None: ``_memo.memo_budget()``)."""
     t0 = _time.perf_counter()
     order = graph.topological_order()
     lower = _time_lower_bound(graph)
@@ -369,7 +375,7 @@ def _track_once(graph: CostGraph, method: str, threads: int, heuristic: Any,
         work = Work(graph, order, store, tally,
                     Options(threads=int(threads), epsilon=epsilon_used,
                             max_candidates=cap_used, time_scale_s=lower, progress=progress,
-                            relative=relative))
+                            relative=relative, memo_bytes=memo_bytes))
         reduce_graph(work, method, heuristic)
         t1 = _time.perf_counter()
         final = finish(work, method)

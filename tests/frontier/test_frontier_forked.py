@@ -84,3 +84,18 @@ def test_a_child_that_dies_is_tracked_again_here_with_a_warning(monkeypatch):
     with pytest.warns(RuntimeWarning, match=r"'min_time' run: .*signal 9.*tracking it again"):
         res = track(g, heuristic=RULES, threads=2)
     _same(res, expected)
+
+
+def test_runs_at_once_share_one_memo_budget(monkeypatch):
+    # each run's memo takes a share of the memory available; two at once take half each
+    seen = []
+    real = track_module._track_once
+
+    def records_the_budget(*args):
+        seen.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(track_module, "memo_budget", lambda: 64 * 2**20)
+    monkeypatch.setattr(track_module, "_track_once", records_the_budget)
+    track(_mask_graph(0), heuristic=RULES, threads=2)
+    assert seen == [32 * 2**20]          # this process's run; the child's is the same
