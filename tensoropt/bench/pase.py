@@ -7,7 +7,9 @@
 For each model (the zoo's PaSE shapes: InceptionV3 and ResNet101 at batch 128, the
 Transformer at batch 64) and device count, on ``paper-v100x16`` scaled to that count, it
 prints the search's seconds split into pricing (configurations and edge tables) and
-Frontier-Tracking, its whole CPU seconds, the process's peak resident memory, the
+Frontier-Tracking, its whole CPU seconds and peak resident memory (with ``--threads``
+2 or more the rules run at once in forked processes: their CPU seconds are added, and
+the peak is the search process's plus the largest rule process's, a bound), the
 frontier's plan count, its error bound (seconds, 0 when exact; with ``--relative`` the
 largest share of a plan's own time, e.g. ``1.00%``; ``+h`` when heuristic eliminations
 fixed some ops, which the bound does not cover; such a model is tracked once per
