@@ -195,9 +195,9 @@ def track(graph: CostGraph, method: str = "ldp", *, threads: int = 1,
             process and each other one in a forked process (``_forked``), the threads
             shared out among them: about as long as the slowest run, but the tables of
             all of them at the same time (their memos share one budget; pass threads=1
-            to track them one after another). ``stats.heuristic_runs`` gives each run's rule, points, seconds
-            and T; the other statistics are the first run's, the seconds and bounds the
-            union's (``total_s`` its wall-clock seconds).
+            to track them one after another). ``stats.heuristic_runs`` gives each
+            run's rule, points, seconds and T; the other statistics are the first
+            run's, the seconds and bounds the union's (``total_s`` its wall clock).
             ``time_lower_bound_s`` is the least of the runs' T (no strategy of any run
             beats it); with epsilon (not relative), a run whose bound passed e times that
             T is tracked again with epsilon scaled down to meet it
@@ -276,10 +276,10 @@ def _rules_at_once(graph: CostGraph, method: str, threads: int, rules: list,
     """Every rule's run at once (``_forked``): the first here, each other one in a forked
     child, ``threads`` and the memo's budget (``_memo.memo_budget``, a share of the memory
     available) shared out among them, so that their memos together hold what one run's
-    would. The children are stopped, unread, when the
-    first run fixed no configuration (a rule is then never asked: one run is the
-    answer). A child that fails is run again here, one after another, with a warning:
-    a child killed for memory may fit alone."""
+    would. The children are stopped, unread, when the first run fixed no configuration
+    (a rule is then never asked: one run is the answer). A child that fails is run
+    again here, after the first, with a warning: a child killed for memory may fit
+    alone."""
     each = max(1, threads // len(rules))
     memo = memo_budget() // len(rules)        # one run's budget, shared out
     children = [ForkedRun(lambda rule=rule: _track_once(graph, method, each, rule, epsilon,
