@@ -6,9 +6,11 @@ once: the first in the calling process, each other one in a child forked from it
 between short compiled kernels, so two runs on two cores take about as long as the
 slower one, where two threads in one run overlap little (PaSE's InceptionV3 at 16
 devices: 16.8 s and 28.9 s one after another with two threads each; 20.0 s and 30.4 s
-at once with one thread each). The child hands its ``TrackResult`` back through a file
-in a private temporary directory (a paper-scale frontier's configurations take about a
-gigabyte, more than a pipe should hold), read once the child has exited.
+at once with one thread each). A child is the out-of-memory killer's first choice
+(``OOM_SCORE_ADJ``): when the runs together do not fit, a child goes, not the search.
+The child hands its ``TrackResult`` back through a file in a private temporary
+directory (a paper-scale frontier's configurations take about a gigabyte, more than a
+pipe should hold), read once the child has exited.
 
 Usage::
 
@@ -27,7 +29,11 @@ import tempfile
 import traceback
 from typing import Any, Callable
 
-__all__ = ["ForkedRun", "ForkedRunFailed", "can_fork"]
+__all__ = ["ForkedRun", "ForkedRunFailed", "can_fork", "OOM_SCORE_ADJ"]
+
+#: The children's ``oom_score_adj`` (-1000 to 1000): under memory pressure the kernel
+#: kills a child before the search's own process, which then tracks that rule itself.
+OOM_SCORE_ADJ = 1000
 
 
 class ForkedRunFailed(RuntimeError):
@@ -40,7 +46,19 @@ def can_fork() -> bool:
     return "fork" in mp.get_all_start_methods()
 
 
+def _first_to_go_for_memory() -> None:
+    """Asks the kernel's out-of-memory killer to take this process before others: the
+    caller tracks a killed child's rule again itself, but a killed caller loses the
+    whole search (Linux; ignored where ``/proc/self/oom_score_adj`` cannot be set)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write(str(OOM_SCORE_ADJ))
+    except OSError:
+        pass
+
+
 def _child(run: Callable[[], Any], path: str) -> None:
+    _first_to_go_for_memory()
     try:
         out: Any = ("result", run())
     except BaseException as err:   # noqa: BLE001 - handed to the parent, which re-raises

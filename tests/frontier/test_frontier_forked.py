@@ -99,3 +99,16 @@ def test_runs_at_once_share_one_memo_budget(monkeypatch):
     monkeypatch.setattr(track_module, "_track_once", records_the_budget)
     track(_mask_graph(0), heuristic=RULES, threads=2)
     assert seen == [32 * 2**20]          # this process's run; the child's is the same
+
+
+def test_a_child_is_the_out_of_memory_killers_first_choice():
+    # killed for memory, a child's rule is tracked again; a killed search is lost
+    def score():
+        with open("/proc/self/oom_score_adj") as f:
+            return int(f.read())
+
+    if not os.path.exists("/proc/self/oom_score_adj"):
+        pytest.skip("no /proc/self/oom_score_adj on this platform")
+    from frontier._forked import OOM_SCORE_ADJ
+    assert ForkedRun(score).result() == OOM_SCORE_ADJ == 1000
+    assert score() < OOM_SCORE_ADJ
