@@ -17,6 +17,9 @@ Usage::
     child = ForkedRun(lambda: _track_once(...))
     mine = _track_once(...)
     theirs = child.result()        # or child.stop() when it is not needed
+
+``frontier.bench.run_in_child`` runs each benchmark row the same way, with a time limit
+(``result(timeout)``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import pickle
 import shutil
 import tempfile
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 __all__ = ["ForkedRun", "ForkedRunFailed", "can_fork", "OOM_SCORE_ADJ"]
 
@@ -37,8 +40,19 @@ OOM_SCORE_ADJ = 1000
 
 
 class ForkedRunFailed(RuntimeError):
-    """The child raised, or died without a result (a signal: on Linux usually the kernel's
-    out-of-memory killer)."""
+    """The child raised, died without a result (a signal: on Linux usually the kernel's
+    out-of-memory killer) or ran past its time.
+
+    Attributes:
+        ended: how a child that gave no result ended (``"signal 9"``, ``"exit 3"``,
+            ``">120 s"``: stopped at its time limit); None when it raised.
+        child_traceback: the traceback of what the child raised ("" otherwise).
+    """
+
+    def __init__(self, message: str, ended: Optional[str] = None, child_traceback: str = ""):
+        super().__init__(message)
+        self.ended = ended
+        self.child_traceback = child_traceback
 
 
 def can_fork() -> bool:
@@ -62,7 +76,7 @@ def _child(run: Callable[[], Any], path: str) -> None:
     try:
         out: Any = ("result", run())
     except BaseException as err:   # noqa: BLE001 - handed to the parent, which re-raises
-        out = ("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}")
+        out = ("error", (f"{type(err).__name__}: {err}", traceback.format_exc()))
     with open(path + ".part", "wb") as f:
         pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(path + ".part", path)
@@ -79,24 +93,33 @@ class ForkedRun:
                                                     name=f"frontier {label}", daemon=True)
         self._proc.start()
 
-    def result(self) -> Any:
-        """What ``run()`` returned in the child.
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """What ``run()`` returned in the child, waiting at most ``timeout`` seconds
+        (None: as long as it takes; past it the child is killed).
 
         Raises:
-            ForkedRunFailed: the child raised (its error and traceback are in the message)
-                or died without a result (its signal or exit code).
+            ForkedRunFailed: the child raised (its error in the message, its traceback in
+                ``child_traceback``), died without a result or ran past ``timeout``
+                (``ended`` says how).
         """
         try:
-            self._proc.join()
+            self._proc.join(timeout)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
+                raise ForkedRunFailed(f"{self.label}: stopped after {timeout:g} s",
+                                      ended=f">{timeout:g} s")
             code = self._proc.exitcode
             if not os.path.exists(self._path):
-                how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-                raise ForkedRunFailed(f"{self.label}: the forked process ended with {how} and "
-                                      "no result (signal 9 is usually the out-of-memory killer)")
+                ended = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
+                raise ForkedRunFailed(f"{self.label}: the forked process ended with {ended} "
+                                      "and no result (signal 9 is usually the out-of-memory "
+                                      "killer)", ended=ended)
             with open(self._path, "rb") as f:
                 kind, value = pickle.load(f)
             if kind == "error":
-                raise ForkedRunFailed(f"{self.label}: {value}")
+                error, child_traceback = value
+                raise ForkedRunFailed(f"{self.label}: {error}", child_traceback=child_traceback)
             return value
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -23,13 +23,13 @@ are checked to be equal.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import resource
 import time
 from typing import Any, Callable, Optional
 
 from frontier._bench_graphs import HARD_GRAPHS, print_rows
+from frontier._forked import ForkedRun, ForkedRunFailed
 
 __all__ = ["main", "run_one", "run_in_child", "cpu_seconds", "peak_resident_gib"]
 
@@ -49,15 +49,6 @@ def run_one(shape: str, n: int, k: int, method: str, threads: int, seed: int,
             "max_cell": s.max_cell_points, "heuristic": s.heuristic_eliminations,
             "first": res.points[0], "last": res.points[-1],
             "hash": hash(tuple(res.points))}
-
-
-def _child(conn, args, fn) -> None:
-    try:
-        conn.send(fn(*args))
-    except BaseException as err:  # report, never hang the parent
-        conn.send({"error": f"{type(err).__name__}: {err}"})
-    finally:
-        conn.close()
 
 
 def cpu_seconds() -> float:
@@ -90,25 +81,12 @@ def run_in_child(fn: Callable[..., dict], args: tuple, timeout: float,
     Raises:
         RuntimeError: ``fn`` raised in the child; the message is ``label``, then its error.
     """
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, args, fn))
-    proc.start()
-    child.close()
-    if not parent.poll(timeout):
-        proc.terminate()
-        proc.join()
-        return {"stopped": f">{timeout:g} s"}
     try:
-        out = parent.recv()
-    except EOFError:              # the pipe closed with nothing in it: the child died
-        proc.join()
-        code = proc.exitcode
-        return {"stopped": f"signal {-code}" if code is not None and code < 0 else f"exit {code}"}
-    proc.join()
-    if "error" in out:
-        raise RuntimeError(f"{label}: {out['error']}")
-    return out
+        return ForkedRun(lambda: fn(*args), label=label).result(timeout)
+    except ForkedRunFailed as err:
+        if err.ended is None:            # fn raised
+            raise RuntimeError(str(err)) from None
+        return {"stopped": err.ended}
 
 
 def _ints(text: str) -> list[int]:

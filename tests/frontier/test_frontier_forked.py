@@ -39,8 +39,10 @@ def test_a_forked_run_that_raises_names_the_error():
     def fails():
         raise ValueError("no such rule")
 
-    with pytest.raises(ForkedRunFailed, match="the test run: ValueError: no such rule"):
+    with pytest.raises(ForkedRunFailed, match="the test run: ValueError: no such rule") as err:
         ForkedRun(fails, label="the test run").result()
+    assert err.value.ended is None
+    assert "in fails" in err.value.child_traceback
 
 
 def test_a_forked_run_killed_by_a_signal_says_so():
